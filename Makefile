@@ -1,0 +1,126 @@
+# carlo — one build: the CPU backends always, the CUDA backends when nvcc is found.
+#   make                 build build/carlo, build/libcarlo.a, build/carlo.so
+#   make CUDA=0          CPU-only build, even where nvcc exists
+#   make LUA_CFLAGS=... LUA_LIBS=...   Lua from somewhere pkg-config does not know
+#                        (scripts/lua-from-debs prints these for Lua unpacked from .deb files)
+#   make test | test-gpu | validate | bench | demo | install PREFIX=... | clean
+
+PREFIX     ?= /usr/local
+BUILD      ?= build
+NVCC       ?= nvcc
+PKG_CONFIG ?= pkg-config
+
+CUDA ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
+
+LUA_PKG    := $(firstword $(foreach p,lua5.4 lua-5.4 lua54,$(shell $(PKG_CONFIG) --exists $(p) 2>/dev/null && echo $(p))))
+LUA_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags $(LUA_PKG) 2>/dev/null)
+LUA_LIBS   ?= $(shell $(PKG_CONFIG) --libs $(LUA_PKG) 2>/dev/null)
+
+CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
+# Hopper machine code plus PTX, so newer GPUs run it too.
+CUDA_ARCH  ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+
+CFLAGS    ?= -O2 -g
+NVCCFLAGS ?= -O3 -lineinfo
+# No FMA contraction anywhere: the CPU and GPU backends must round identically.
+ALL_CFLAGS = -std=c11 -Wall -Wextra -Werror -fPIC -fopenmp -ffp-contract=off -D_GNU_SOURCE \
+             -Isrc -I$(BUILD)/gen $(LUA_CFLAGS) $(CFLAGS)
+ALL_NVCCFLAGS = -std=c++17 $(CUDA_ARCH) -fmad=false -Werror all-warnings \
+             -Xcompiler -fPIC,-Wall,-Wextra,-Werror -Isrc $(LUA_CFLAGS) $(NVCCFLAGS)
+LDLIBS     = $(LUA_LIBS) -lz -lm -ldl -lpthread -fopenmp
+CUDA_LIBS  = $(if $(filter 1,$(CUDA)),-L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \
+             -lcudart_static -lrt -lstdc++)
+
+LIB_C   := $(sort $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c)))
+LUA_SRC := $(sort $(wildcard lua/carlo/*.lua))
+ifeq ($(CUDA),1)
+CU_SRC  := $(sort $(wildcard cuda/*.cu))
+LIB_OBJ := $(LIB_C:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
+else
+LIB_OBJ := $(LIB_C:%.c=$(BUILD)/%.o) $(BUILD)/cuda/register_none.o
+endif
+LIB_OBJ += $(BUILD)/gen/lua_embed.o
+
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit_%)
+TEST_BIN := $(UNIT_BIN) $(BUILD)/tests/embed_host
+
+.PHONY: all test test-gpu validate bench demo install clean deps
+all: $(BUILD)/carlo $(BUILD)/carlo.so $(BUILD)/libcarlo.a
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/cuda/%.o: cuda/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(ALL_NVCCFLAGS) -MMD -MP -c $< -o $@
+
+# The pure-Lua part of the module is compiled in, so carlo.so and the carlo command
+# work wherever they are copied; lua/carlo is installed alongside for reading.
+$(BUILD)/embed: scripts/embed.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O1 -Wall -Wextra -Werror $< -o $@
+$(BUILD)/gen/lua_embed.c: $(LUA_SRC) $(BUILD)/embed
+	@mkdir -p $(@D)
+	$(BUILD)/embed $@ $(LUA_SRC)
+$(BUILD)/gen/lua_embed.o: $(BUILD)/gen/lua_embed.c
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libcarlo.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/carlo: $(BUILD)/src/main.o $(BUILD)/libcarlo.a
+	$(CC) -Wl,-E -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+
+# The Lua module: Lua's own symbols come from the interpreter that loads it.
+$(BUILD)/carlo.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(CUDA_LIBS) -lz -lm -ldl -lpthread -fopenmp
+
+$(BUILD)/tests/unit_%: tests/unit/%.c $(BUILD)/libcarlo.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/embed_host: tests/embed/host.c $(BUILD)/libcarlo.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+
+test: all $(TEST_BIN)
+	@BUILD=$(BUILD) tests/run unit lua gpu
+
+test-gpu: all $(TEST_BIN)
+	@BUILD=$(BUILD) CARLO_REQUIRE_GPU=1 tests/run gpu
+
+validate: all $(TEST_BIN)
+	@BUILD=$(BUILD) tests/run validation
+
+bench: all
+	@$(BUILD)/carlo scripts/bench.lua
+
+deps:
+	@scripts/install-deps
+
+# The main demonstration: installs what is missing, builds, runs the quickstart.
+demo:
+	@scripts/install-deps --check-only >/dev/null 2>&1 || scripts/install-deps
+	@$(MAKE) --no-print-directory all
+	@$(BUILD)/carlo workflows/quickstart.lua
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/lib/lua/5.4 $(DESTDIR)$(PREFIX)/share/lua/5.4/carlo \
+	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3 \
+	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 755 $(BUILD)/carlo $(DESTDIR)$(PREFIX)/bin/carlo
+	install -m 644 $(BUILD)/libcarlo.a $(DESTDIR)$(PREFIX)/lib/libcarlo.a
+	install -m 644 src/carlo.h $(DESTDIR)$(PREFIX)/include/carlo.h
+	install -m 755 $(BUILD)/carlo.so $(DESTDIR)$(PREFIX)/lib/lua/5.4/carlo.so
+	install -m 644 $(LUA_SRC) $(DESTDIR)$(PREFIX)/share/lua/5.4/carlo/
+	for m in man/*.[1357]; do \
+	    install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; done
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

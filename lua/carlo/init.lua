@@ -1,0 +1,8 @@
+-- carlo: the pure-Lua layer of the module, compiled into carlo and carlo.so.
+-- luaopen_carlo has already put the C functions in the module table; each file below
+-- adds its part: temperature ladders, TSV logs, annealing protocols.
+local carlo = require "carlo"
+require "carlo.ladder"
+require "carlo.log"
+require "carlo.anneal"
+return carlo

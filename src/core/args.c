@@ -1,0 +1,202 @@
+/* args.c — see args.h. Messages read "carlo.potts: q must be an integer from 2 to 255 (got 300)". */
+#include "core/args.h"
+
+#include <lauxlib.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/rng.h"
+
+void carlo_args_allowed(lua_State *L, int idx, const char *where, const char *const *allowed)
+{
+    idx = lua_absindex(L, idx);
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            luaL_error(L, "%s: keys must be names (got a %s key)", where, luaL_typename(L, -1));
+        const char *k = lua_tostring(L, -1);
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, k) == 0)
+                ok = 1;
+        if (!ok) {
+            luaL_Buffer b;
+            luaL_buffinit(L, &b);
+            for (const char *const *a = allowed; *a; a++) {
+                if (a != allowed)
+                    luaL_addstring(&b, ", ");
+                luaL_addstring(&b, *a);
+            }
+            luaL_pushresult(&b);
+            luaL_error(L, "%s: unknown key '%s' (allowed: %s)", where, k, lua_tostring(L, -1));
+        }
+    }
+}
+
+int carlo_arg_has(lua_State *L, int idx, const char *key)
+{
+    int t = lua_getfield(L, idx, key);
+    lua_pop(L, 1);
+    return t != LUA_TNIL;
+}
+
+int64_t carlo_arg_int(lua_State *L, int idx, const char *where, const char *key, int required,
+                      int64_t def, int64_t min, int64_t max)
+{
+    idx = lua_absindex(L, idx);
+    int t = lua_getfield(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        if (required)
+            luaL_error(L, "%s: %s is required (an integer from %I to %I)", where, key,
+                       (lua_Integer)min, (lua_Integer)max);
+        return def;
+    }
+    int isint = 0;
+    lua_Integer v = lua_tointegerx(L, -1, &isint);
+    if (!isint || t != LUA_TNUMBER || v < min || v > max) {
+        const char *got = luaL_tolstring(L, -1, NULL);
+        luaL_error(L, "%s: %s must be an integer from %I to %I (got %s)", where, key,
+                   (lua_Integer)min, (lua_Integer)max, got);
+    }
+    lua_pop(L, 1);
+    return (int64_t)v;
+}
+
+double carlo_arg_num(lua_State *L, int idx, const char *where, const char *key, int required,
+                     double def, double lo, int lo_closed, double hi, int hi_closed)
+{
+    idx = lua_absindex(L, idx);
+    int t = lua_getfield(L, idx, key);
+    char range[96];
+    if (isinf(hi))
+        snprintf(range, sizeof range, "a number %s %.17g", lo_closed ? ">=" : ">", lo);
+    else if (isinf(lo))
+        snprintf(range, sizeof range, "a number %s %.17g", hi_closed ? "<=" : "<", hi);
+    else
+        snprintf(range, sizeof range, "a number in %c%.17g, %.17g%c", lo_closed ? '[' : '(', lo,
+                 hi, hi_closed ? ']' : ')');
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        if (required)
+            luaL_error(L, "%s: %s is required (%s)", where, key, range);
+        return def;
+    }
+    double v = lua_tonumber(L, -1);
+    int ok = t == LUA_TNUMBER && isfinite(v) && (lo_closed ? v >= lo : v > lo) &&
+             (hi_closed ? v <= hi : v < hi);
+    if (!ok) {
+        const char *got = luaL_tolstring(L, -1, NULL);
+        luaL_error(L, "%s: %s must be %s (got %s)", where, key, range, got);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+int carlo_arg_enum(lua_State *L, int idx, const char *where, const char *key, const char *def,
+                   const char *const *names)
+{
+    idx = lua_absindex(L, idx);
+    int t = lua_getfield(L, idx, key);
+    const char *v = def;
+    if (t != LUA_TNIL) {
+        if (t != LUA_TSTRING)
+            v = NULL;
+        else
+            v = lua_tostring(L, -1);
+    } else if (!def) {
+        v = NULL;
+    }
+    int found = -1;
+    for (int i = 0; v && names[i]; i++)
+        if (strcmp(names[i], v) == 0)
+            found = i;
+    if (found < 0) {
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        for (int i = 0; names[i]; i++) {
+            if (i)
+                luaL_addstring(&b, ", ");
+            luaL_addchar(&b, '"');
+            luaL_addstring(&b, names[i]);
+            luaL_addchar(&b, '"');
+        }
+        luaL_pushresult(&b);
+        if (t == LUA_TNIL)
+            luaL_error(L, "%s: %s is required (one of %s)", where, key, lua_tostring(L, -1));
+        const char *got = luaL_tolstring(L, -3, NULL);
+        luaL_error(L, "%s: %s must be one of %s (got %s)", where, key, lua_tostring(L, -2), got);
+    }
+    lua_pop(L, 1);
+    return found;
+}
+
+int carlo_arg_bool(lua_State *L, int idx, const char *where, const char *key, int def)
+{
+    int t = lua_getfield(L, idx, key);
+    int v = def;
+    if (t == LUA_TBOOLEAN)
+        v = lua_toboolean(L, -1);
+    else if (t != LUA_TNIL)
+        luaL_error(L, "%s: %s must be true or false (got a %s)", where, key, lua_typename(L, t));
+    lua_pop(L, 1);
+    return v;
+}
+
+const char *carlo_arg_str(lua_State *L, int idx, const char *where, const char *key, int required)
+{
+    int t = lua_getfield(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        if (required)
+            luaL_error(L, "%s: %s is required (a string)", where, key);
+        return NULL;
+    }
+    if (t != LUA_TSTRING)
+        luaL_error(L, "%s: %s must be a string (got a %s)", where, key, lua_typename(L, t));
+    const char *s = lua_tostring(L, -1);
+    lua_pop(L, 1); /* still referenced by the table */
+    return s;
+}
+
+static uint64_t entropy_seed(void)
+{
+    uint64_t s = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(&s, sizeof s, 1, f) != 1)
+            s = 0;
+        fclose(f);
+    }
+    if (s == 0) { /* no /dev/urandom: mix the clock and the pid through Philox */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        carlo_u32x4 r = carlo_rng((uint64_t)ts.tv_sec * 1000000007u + (uint64_t)ts.tv_nsec,
+                                  CARLO_PURPOSE_CORE_SEED, (uint64_t)getpid(), 0, 0);
+        s = (uint64_t)r.v[0] << 32 | r.v[1];
+    }
+    return s & 0x7fffffffffffffffull;
+}
+
+uint64_t carlo_arg_seed(lua_State *L, int idx, const char *where)
+{
+    if (carlo_arg_has(L, idx, "seed"))
+        return (uint64_t)carlo_arg_int(L, idx, where, "seed", 1, 0, 0, INT64_MAX);
+    uint64_t s = entropy_seed();
+    if (!carlo_quiet)
+        fprintf(stderr, "carlo: %s drew seed = %llu (pass seed = to reproduce this run)\n", where,
+                (unsigned long long)s);
+    return s;
+}
+
+int carlo_raise(lua_State *L, const char *where)
+{
+    return luaL_error(L, "%s: %s", where, carlo_errmsg());
+}

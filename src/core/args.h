@@ -1,0 +1,40 @@
+/* args.h — keyword-table checking for the Lua bindings: every constructor and method
+ * that takes { key = value } validates each key, and errors name the key and range. */
+#ifndef CARLO_ARGS_H
+#define CARLO_ARGS_H
+
+#include <lua.h>
+#include <stdint.h>
+
+/* Raise "<where>: unknown key 'k' (allowed: a, b, c)" for any key of the table at idx
+ * not in allowed (NULL-terminated); also rejects non-string keys. */
+void carlo_args_allowed(lua_State *L, int idx, const char *where, const char *const *allowed);
+
+/* Presence test (nil counts as absent). */
+int carlo_arg_has(lua_State *L, int idx, const char *key);
+
+/* An integer in [min, max]; when absent: def, or an error when required. */
+int64_t carlo_arg_int(lua_State *L, int idx, const char *where, const char *key, int required,
+                      int64_t def, int64_t min, int64_t max);
+
+/* A finite number with lo < x (or lo <= x when lo_closed), x < hi (or <= when hi_closed). */
+double carlo_arg_num(lua_State *L, int idx, const char *where, const char *key, int required,
+                     double def, double lo, int lo_closed, double hi, int hi_closed);
+
+/* One of the NULL-terminated names; returns its index. def may be NULL only if required. */
+int carlo_arg_enum(lua_State *L, int idx, const char *where, const char *key, const char *def,
+                   const char *const *names);
+
+int carlo_arg_bool(lua_State *L, int idx, const char *where, const char *key, int def);
+
+/* A string or NULL when absent. The string stays valid while the table is on the stack. */
+const char *carlo_arg_str(lua_State *L, int idx, const char *where, const char *key, int required);
+
+/* A seed: an integer in [0, 2^63), or absent, in which case one is drawn from the
+ * system's entropy and printed once on stderr (unless quiet). */
+uint64_t carlo_arg_seed(lua_State *L, int idx, const char *where);
+
+/* Raise a Lua error with the message of the last failed C call, prefixed by where. */
+int carlo_raise(lua_State *L, const char *where);
+
+#endif

@@ -1,0 +1,152 @@
+/* core_lua.c — carlo.devices(), carlo.threads(), carlo.set_device(), carlo.quiet(),
+ * carlo.stats(), carlo.clock(). */
+#include "core/core_lua.h"
+
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/args.h"
+#include "core/array.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/stats.h"
+
+/* carlo.devices() -> { cpu = { threads = }, gpus = { {name, memory, sms, cc}, ... },
+ *                      cuda = "CUDA x.y" | "none", default = "auto" } */
+static int l_devices(lua_State *L)
+{
+    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, 1);
+    lua_pushinteger(L, carlo_cpu_threads());
+    lua_setfield(L, -2, "threads");
+    lua_setfield(L, -2, "cpu");
+    int n = carlo_gpu_count();
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        carlo_gpu_info g;
+        if (carlo_gpu_info_get(i, &g))
+            return carlo_raise(L, "carlo.devices");
+        lua_createtable(L, 0, 4);
+        lua_pushstring(L, g.name);
+        lua_setfield(L, -2, "name");
+        lua_pushinteger(L, (lua_Integer)g.memory_bytes);
+        lua_setfield(L, -2, "memory");
+        lua_pushinteger(L, g.sm_count);
+        lua_setfield(L, -2, "sms");
+        lua_pushfstring(L, "%d.%d", g.cc_major, g.cc_minor);
+        lua_setfield(L, -2, "cc");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "gpus");
+    lua_pushstring(L, carlo_gpu_runtime());
+    lua_setfield(L, -2, "cuda");
+    lua_pushstring(L, carlo_device_default());
+    lua_setfield(L, -2, "default");
+    return 1;
+}
+
+/* carlo.threads([n]) -> the number of CPU threads the CPU backends use (sets it first). */
+static int l_threads(lua_State *L)
+{
+    if (!lua_isnoneornil(L, 1)) {
+        lua_Integer n = luaL_checkinteger(L, 1);
+        if (n < 1 || n > 4096)
+            return luaL_error(L, "carlo.threads: n must be from 1 to 4096 (got %I)", n);
+#ifdef _OPENMP
+        omp_set_num_threads((int)n);
+#endif
+    }
+    lua_pushinteger(L, carlo_cpu_threads());
+    return 1;
+}
+
+/* carlo.set_device("auto" | "cpu" | "gpu"): the default of device = in constructors. */
+static int l_set_device(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    carlo_device_kind kind;
+    if (carlo_device_resolve(name, &kind))
+        return carlo_raise(L, "carlo.set_device");
+    carlo_device_set_default(name);
+    return 0;
+}
+
+/* carlo.quiet([flag]) -> whether progress lines and notices are suppressed. */
+static int l_quiet(lua_State *L)
+{
+    if (!lua_isnoneornil(L, 1))
+        carlo_quiet = lua_toboolean(L, 1);
+    lua_pushboolean(L, carlo_quiet);
+    return 1;
+}
+
+/* carlo.stats(series) -> { mean, err, tau, plateau, n } for a list or a carlo.array. */
+static int l_stats(lua_State *L)
+{
+    carlo_array *a = carlo_array_test(L, 1);
+    size_t n;
+    if (a)
+        n = a->n;
+    else {
+        luaL_checktype(L, 1, LUA_TTABLE);
+        n = lua_rawlen(L, 1);
+    }
+    double *x = (double *)lua_newuserdatauv(L, (n ? n : 1) * sizeof(double), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (a)
+            x[i] = carlo_array_get(a, i);
+        else {
+            lua_rawgeti(L, 1, (lua_Integer)i + 1);
+            int isnum;
+            x[i] = lua_tonumberx(L, -1, &isnum);
+            if (!isnum)
+                return luaL_error(L, "carlo.stats: element %I is not a number", (lua_Integer)i + 1);
+            lua_pop(L, 1);
+        }
+    }
+    carlo_estimate e;
+    carlo_blocking(x, n, &e);
+    lua_createtable(L, 0, 6);
+    lua_pushnumber(L, e.mean);
+    lua_setfield(L, -2, "mean");
+    lua_pushnumber(L, e.err);
+    lua_setfield(L, -2, "err");
+    lua_pushnumber(L, e.tau);
+    lua_setfield(L, -2, "tau");
+    lua_pushnumber(L, carlo_tau_int(x, n));
+    lua_setfield(L, -2, "tau_window");
+    lua_pushboolean(L, e.plateau);
+    lua_setfield(L, -2, "plateau");
+    lua_pushinteger(L, (lua_Integer)n);
+    lua_setfield(L, -2, "n");
+    return 1;
+}
+
+/* carlo.interactive() -> whether progress lines are shown (stderr a terminal, not quiet). */
+static int l_interactive(lua_State *L)
+{
+    lua_pushboolean(L, !carlo_quiet && isatty(2));
+    return 1;
+}
+
+/* carlo.clock() -> monotonic seconds, for timing from scripts. */
+static int l_clock(lua_State *L)
+{
+    lua_pushnumber(L, carlo_now());
+    return 1;
+}
+
+void carlo_core_lua_open(lua_State *L)
+{
+    static const luaL_Reg f[] = {
+        {"devices", l_devices}, {"threads", l_threads}, {"set_device", l_set_device},
+        {"quiet", l_quiet}, {"stats", l_stats}, {"clock", l_clock},
+        {"interactive", l_interactive}, {NULL, NULL}};
+    luaL_setfuncs(L, f, 0);
+}

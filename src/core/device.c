@@ -1,0 +1,91 @@
+/* device.c — device discovery and the "auto"/"cpu"/"gpu" choice. */
+#include "core/device.h"
+
+#include <stdio.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/error.h"
+#include "core/progress.h"
+
+static const carlo_gpu_driver *gpu_driver;
+static char default_device[8] = "auto";
+static int auto_announced;
+
+void carlo_gpu_driver_set(const carlo_gpu_driver *driver) { gpu_driver = driver; }
+int carlo_gpu_compiled(void) { return gpu_driver != NULL; }
+
+int carlo_gpu_count(void)
+{
+    return gpu_driver ? gpu_driver->count() : 0;
+}
+
+int carlo_gpu_info_get(int index, carlo_gpu_info *out)
+{
+    if (!gpu_driver)
+        return carlo_seterr("this carlo was built without CUDA");
+    return gpu_driver->info(index, out);
+}
+
+const char *carlo_gpu_runtime(void)
+{
+    return gpu_driver ? gpu_driver->runtime_version() : "none";
+}
+
+int carlo_cpu_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+void carlo_device_set_default(const char *name)
+{
+    snprintf(default_device, sizeof default_device, "%s", name);
+}
+
+const char *carlo_device_default(void) { return default_device; }
+
+const char *carlo_device_name(carlo_device_kind kind)
+{
+    return kind == CARLO_GPU ? "gpu" : "cpu";
+}
+
+int carlo_device_resolve(const char *request, carlo_device_kind *kind)
+{
+    if (!request)
+        request = default_device;
+    if (strcmp(request, "cpu") == 0) {
+        *kind = CARLO_CPU;
+        return 0;
+    }
+    if (strcmp(request, "gpu") == 0) {
+        if (!gpu_driver)
+            return carlo_seterr("device = \"gpu\": this carlo was built without CUDA "
+                                "(rebuild with nvcc on the PATH, or use device = \"cpu\")");
+        if (carlo_gpu_count() < 1)
+            return carlo_seterr("device = \"gpu\": no usable GPU was found "
+                                "(carlo --devices lists what is there)");
+        *kind = CARLO_GPU;
+        return 0;
+    }
+    if (strcmp(request, "auto") == 0) {
+        if (carlo_gpu_count() > 0) {
+            *kind = CARLO_GPU;
+            if (!auto_announced && !carlo_quiet) {
+                carlo_gpu_info info;
+                if (carlo_gpu_info_get(0, &info) == 0)
+                    fprintf(stderr, "carlo: device \"auto\" runs on the GPU (%s)\n", info.name);
+                auto_announced = 1;
+            }
+        } else {
+            *kind = CARLO_CPU;
+        }
+        return 0;
+    }
+    return carlo_seterr("device must be \"auto\", \"cpu\" or \"gpu\" (got \"%s\")", request);
+}

@@ -1,0 +1,224 @@
+/* stats.c — see stats.h. The blocking analysis follows Flyvbjerg & Petersen,
+ * J. Chem. Phys. 91, 461 (1989); the window for tau follows Sokal's lectures (1996). */
+#include "core/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+void carlo_moments_init(carlo_moments *m)
+{
+    m->n = 0;
+    m->mean = 0;
+    m->m2 = 0;
+    m->min = INFINITY;
+    m->max = -INFINITY;
+}
+
+void carlo_moments_add(carlo_moments *m, double x)
+{
+    m->n += 1;
+    double d = x - m->mean;
+    m->mean += d / m->n;
+    m->m2 += d * (x - m->mean);
+    if (x < m->min) m->min = x;
+    if (x > m->max) m->max = x;
+}
+
+double carlo_moments_var(const carlo_moments *m)
+{
+    return m->n > 1 ? m->m2 / (m->n - 1) : 0.0;
+}
+
+/* Mean and standard error of the mean of y[0..n-1], treating samples as independent. */
+static void naive(const double *y, size_t n, double *mean, double *err)
+{
+    carlo_moments m;
+    carlo_moments_init(&m);
+    for (size_t i = 0; i < n; i++)
+        carlo_moments_add(&m, y[i]);
+    *mean = m.mean;
+    *err = n > 1 ? sqrt(carlo_moments_var(&m) / (double)n) : 0.0;
+}
+
+/* Blocks are halved until fewer than this many remain: below it the error of the
+ * error estimate (1/sqrt(2(n-1))) is too large to see a plateau. */
+#define MIN_BLOCKS 32
+
+void carlo_blocking(const double *x, size_t n, carlo_estimate *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->tau = 0.5;
+    out->block = 1;
+    out->plateau = 1;
+    if (n == 0)
+        return;
+    if (n < 2) {
+        out->mean = x[0];
+        return;
+    }
+    double *y = malloc(n * sizeof *y);
+    if (!y) { /* fall back to the naive error; never fail on a statistics call */
+        naive(x, n, &out->mean, &out->err);
+        out->plateau = 0;
+        return;
+    }
+    memcpy(y, x, n * sizeof *y);
+    double mean, err0;
+    naive(y, n, &mean, &err0);
+    out->mean = mean;
+
+    /* sigma_k at each level and its own uncertainty */
+    double sig[64], dsig[64];
+    size_t len[64];
+    int levels = 0;
+    size_t m = n;
+    while (m >= MIN_BLOCKS && levels < 64) {
+        double mk, ek;
+        naive(y, m, &mk, &ek);
+        sig[levels] = ek;
+        dsig[levels] = ek / sqrt(2.0 * (double)(m - 1));
+        len[levels] = n / m;
+        levels++;
+        size_t half = m / 2;
+        for (size_t i = 0; i < half; i++)
+            y[i] = 0.5 * (y[2 * i] + y[2 * i + 1]);
+        m = half;
+    }
+    free(y);
+    if (levels == 0) { /* fewer than MIN_BLOCKS samples: report the naive error */
+        out->err = err0;
+        out->plateau = 0;
+        return;
+    }
+    /* The plateau: the first level from which the estimates at every higher level
+     * stay within two of their own standard errors. */
+    int chosen = -1;
+    for (int k = 0; k < levels && chosen < 0; k++) {
+        int flat = 1;
+        for (int j = k + 1; j < levels; j++)
+            if (sig[j] > sig[k] + 2.0 * dsig[j]) {
+                flat = 0;
+                break;
+            }
+        if (flat && k + 1 < levels)
+            chosen = k;
+    }
+    if (chosen < 0) { /* no plateau (or a single level): the largest blocks, flagged */
+        chosen = levels - 1;
+        out->plateau = 0;
+    }
+    out->err = sig[chosen];
+    out->block = len[chosen];
+    out->tau = err0 > 0 ? 0.5 * (out->err * out->err) / (err0 * err0) : 0.5;
+}
+
+double carlo_tau_int(const double *x, size_t n)
+{
+    if (n < 4)
+        return 0.5;
+    double mean = 0;
+    for (size_t i = 0; i < n; i++)
+        mean += x[i];
+    mean /= (double)n;
+    double c0 = 0;
+    for (size_t i = 0; i < n; i++)
+        c0 += (x[i] - mean) * (x[i] - mean);
+    c0 /= (double)n;
+    if (c0 <= 0)
+        return 0.5;
+    double tau = 0.5;
+    for (size_t t = 1; t < n / 2; t++) {
+        double ct = 0;
+        for (size_t i = 0; i + t < n; i++)
+            ct += (x[i] - mean) * (x[i + t] - mean);
+        ct /= (double)(n - t);
+        tau += ct / c0;
+        if ((double)t >= 6.0 * tau)
+            break;
+    }
+    return tau > 0.5 ? tau : 0.5;
+}
+
+void carlo_jackknife(const double *const *series, int nseries, size_t n, size_t nblocks,
+                     carlo_derived_fn f, void *ctx, double *value, double *err)
+{
+    double total[8] = {0}, means[8];
+    if (nseries > 8)
+        nseries = 8;
+    for (int k = 0; k < nseries; k++) {
+        for (size_t i = 0; i < n; i++)
+            total[k] += series[k][i];
+        means[k] = n ? total[k] / (double)n : 0.0;
+    }
+    *value = f(means, ctx);
+    *err = 0;
+    if (nblocks < 2 || n < nblocks)
+        return;
+    size_t blen = n / nblocks, used = blen * nblocks;
+    double *est = malloc(nblocks * sizeof *est);
+    if (!est)
+        return;
+    double sum_used[8] = {0};
+    for (int k = 0; k < nseries; k++)
+        for (size_t i = 0; i < used; i++)
+            sum_used[k] += series[k][i];
+    double mean_est = 0;
+    for (size_t b = 0; b < nblocks; b++) {
+        double leave[8];
+        for (int k = 0; k < nseries; k++) {
+            double s = 0;
+            for (size_t i = b * blen; i < (b + 1) * blen; i++)
+                s += series[k][i];
+            leave[k] = (sum_used[k] - s) / (double)(used - blen);
+        }
+        est[b] = f(leave, ctx);
+        mean_est += est[b];
+    }
+    mean_est /= (double)nblocks;
+    double v = 0;
+    for (size_t b = 0; b < nblocks; b++)
+        v += (est[b] - mean_est) * (est[b] - mean_est);
+    *err = sqrt(v * (double)(nblocks - 1) / (double)nblocks);
+    free(est);
+}
+
+int carlo_histogram_init(carlo_histogram *h, double lo, double hi, size_t bins)
+{
+    memset(h, 0, sizeof *h);
+    if (!(hi > lo) || bins == 0)
+        return carlo_seterr("histogram needs lo < hi and bins >= 1");
+    h->count = carlo_calloc(bins, sizeof *h->count, "histogram bins");
+    if (!h->count)
+        return -1;
+    h->lo = lo;
+    h->hi = hi;
+    h->bins = bins;
+    return 0;
+}
+
+void carlo_histogram_add(carlo_histogram *h, double x)
+{
+    h->total++;
+    if (!(x >= h->lo)) { /* NaN counts below */
+        h->below++;
+        return;
+    }
+    if (x >= h->hi) {
+        h->above++;
+        return;
+    }
+    size_t b = (size_t)((x - h->lo) / (h->hi - h->lo) * (double)h->bins);
+    if (b >= h->bins)
+        b = h->bins - 1;
+    h->count[b]++;
+}
+
+void carlo_histogram_free(carlo_histogram *h)
+{
+    free(h->count);
+    h->count = NULL;
+}

@@ -1,0 +1,533 @@
+/* potts.c — the Potts system (creation, starts, runs, tempering, frames) and its CPU
+ * backend: the checkerboard of potts_kernel.h, rows shared among OpenMP threads. */
+#include "potts/potts.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/progress.h"
+
+const potts_backend *potts_gpu_backend;
+
+/* ---------- packed layout ---------- */
+
+void potts_pack(int L, const uint8_t *rowmajor, uint8_t *color0, uint8_t *color1)
+{
+    int half = L / 2;
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < L; j++) {
+            uint8_t *dst = ((i + j) & 1) ? color1 : color0;
+            dst[(int64_t)i * half + j / 2] = rowmajor[(int64_t)i * L + j];
+        }
+}
+
+void potts_unpack(int L, const uint8_t *color0, const uint8_t *color1, uint8_t *rowmajor)
+{
+    int half = L / 2;
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < L; j++) {
+            const uint8_t *src = ((i + j) & 1) ? color1 : color0;
+            rowmajor[(int64_t)i * L + j] = src[(int64_t)i * half + j / 2];
+        }
+}
+
+/* ---------- CPU backend ---------- */
+
+typedef struct cpu_impl {
+    uint8_t *lattice; /* R x 2 colours x L x L/2 */
+} cpu_impl;
+
+static uint8_t *cpu_color(potts_system *s, int r, int c)
+{
+    cpu_impl *im = s->impl;
+    size_t plane = (size_t)s->L * (size_t)(s->L / 2);
+    return im->lattice + ((size_t)r * 2 + (size_t)c) * plane;
+}
+
+static int cpu_create(potts_system *s)
+{
+    cpu_impl *im = carlo_calloc(1, sizeof *im, "the Potts CPU backend");
+    if (!im)
+        return -1;
+    size_t bytes = carlo_mulsize(carlo_mulsize((size_t)s->L, (size_t)s->L), (size_t)s->R);
+    im->lattice = carlo_calloc(bytes, 1, "the Potts lattices");
+    if (!im->lattice) {
+        free(im);
+        return -1;
+    }
+    s->impl = im;
+    return 0;
+}
+
+static void cpu_destroy(potts_system *s)
+{
+    cpu_impl *im = s->impl;
+    if (im)
+        free(im->lattice);
+    free(im);
+    s->impl = NULL;
+}
+
+static int cpu_set_lattice(potts_system *s, int r, const uint8_t *spins)
+{
+    potts_pack(s->L, spins, cpu_color(s, r, 0), cpu_color(s, r, 1));
+    return 0;
+}
+
+static int cpu_get_lattice(potts_system *s, int r, uint8_t *spins)
+{
+    potts_unpack(s->L, cpu_color(s, r, 0), cpu_color(s, r, 1), spins);
+    return 0;
+}
+
+static int cpu_sweep_color(potts_system *s, int c)
+{
+    const int L = s->L, half = L / 2, R = s->R;
+    const uint32_t q = (uint32_t)s->q;
+    const int heatbath = s->algorithm == POTTS_HEATBATH;
+    const uint64_t halfstep = s->halfstep, seed = s->seed;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < L; i++) {
+            uint8_t *me = cpu_color(s, r, c) + (int64_t)i * half;
+            const uint8_t *other = cpu_color(s, r, 1 - c);
+            const potts_rates *rt = &s->rates[r];
+            carlo_u32x4 d = {{0, 0, 0, 0}};
+            int64_t have = -1;
+            for (int k = 0; k < half; k++) {
+                uint32_t idx = (uint32_t)((int64_t)i * half + k);
+                if ((int64_t)(idx >> 1) != have) {
+                    have = idx >> 1;
+                    d = potts_pair_draw(seed, halfstep, idx >> 1, (uint32_t)r);
+                }
+                uint32_t r0 = (idx & 1) ? d.v[2] : d.v[0], r1 = (idx & 1) ? d.v[3] : d.v[1];
+                uint8_t nb[4];
+                potts_neighbours(other, L, half, i, k, c, nb);
+                me[k] = (uint8_t)potts_update_site(me[k], nb, r0, r1, rt, q, heatbath, seed,
+                                                   halfstep, idx, (uint32_t)r);
+            }
+        }
+    return 0;
+}
+
+static int cpu_sweeps(potts_system *s, uint64_t n)
+{
+    for (uint64_t t = 0; t < n; t++) {
+        cpu_sweep_color(s, 0);
+        s->halfstep++;
+        cpu_sweep_color(s, 1);
+        s->halfstep++;
+        s->step++;
+    }
+    return 0;
+}
+
+static int cpu_observe(potts_system *s, potts_obs *out)
+{
+    const int L = s->L, half = L / 2, q = s->q;
+    for (int r = 0; r < s->R; r++) {
+        const uint8_t *c0 = cpu_color(s, r, 0), *c1 = cpu_color(s, r, 1);
+        int64_t equal = 0;
+        int64_t count[POTTS_Q_MAX + 1] = {0};
+#pragma omp parallel
+        {
+            int64_t local[POTTS_Q_MAX + 1] = {0}, eq = 0;
+#pragma omp for schedule(static)
+            for (int i = 0; i < L; i++)
+                for (int k = 0; k < half; k++) {
+                    uint8_t nb[4], a = c0[(int64_t)i * half + k];
+                    potts_neighbours(c1, L, half, i, k, 0, nb);
+                    eq += (nb[0] == a) + (nb[1] == a) + (nb[2] == a) + (nb[3] == a);
+                    local[a]++;
+                    local[c1[(int64_t)i * half + k]]++;
+                }
+#pragma omp critical
+            {
+                equal += eq;
+                for (int v = 0; v < q; v++)
+                    count[v] += local[v];
+            }
+        }
+        int64_t nmax = 0;
+        for (int v = 0; v < q; v++)
+            if (count[v] > nmax)
+                nmax = count[v];
+        out[r].equal_bonds = equal;
+        out[r].nmax = nmax;
+    }
+    return 0;
+}
+
+static int cpu_sync(potts_system *s)
+{
+    (void)s;
+    return 0;
+}
+
+const potts_backend potts_cpu_backend = {
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .set_lattice = cpu_set_lattice,
+    .get_lattice = cpu_get_lattice,
+    .sweep_color = cpu_sweep_color,
+    .sweeps = cpu_sweeps,
+    .observe = cpu_observe,
+    .sync = cpu_sync,
+};
+
+/* ---------- the system ---------- */
+
+void potts_rates_set(potts_rates *rt, double beta)
+{
+    memset(rt, 0, sizeof *rt);
+    rt->thr[0] = 0xffffffffu;
+    for (int d = 1; d <= 4; d++) {
+        double p = exp(-beta * d) * 4294967296.0;
+        rt->thr[d] = p >= 4294967295.0 ? 0xffffffffu : (uint32_t)p;
+    }
+    for (int n = 0; n <= 4; n++)
+        rt->w[n] = exp(beta * n);
+}
+
+int potts_set_beta(potts_system *s, int r, double beta)
+{
+    if (!(beta > 0) || !isfinite(exp(4 * beta)))
+        return carlo_seterr("beta must be > 0 with exp(4 beta) finite (got %g)", beta);
+    s->beta[r] = beta;
+    potts_rates_set(&s->rates[r], beta);
+    s->rates_version++;
+    return 0;
+}
+
+potts_system *potts_create(const potts_params *p)
+{
+    if (p->L < 2 || p->L > POTTS_L_MAX || p->L % 2) {
+        carlo_seterr("L must be an even integer from 2 to %d (got %d)", POTTS_L_MAX, p->L);
+        return NULL;
+    }
+    if (p->q < 2 || p->q > POTTS_Q_MAX) {
+        carlo_seterr("q must be an integer from 2 to %d (got %d)", POTTS_Q_MAX, p->q);
+        return NULL;
+    }
+    if (p->R < 1 || p->R > 1 << 20) {
+        carlo_seterr("the number of replicas must be from 1 to %d (got %d)", 1 << 20, p->R);
+        return NULL;
+    }
+    const potts_backend *be = &potts_cpu_backend;
+    if (p->device == CARLO_GPU) {
+        if (!potts_gpu_backend) {
+            carlo_seterr("this carlo was built without CUDA");
+            return NULL;
+        }
+        be = potts_gpu_backend;
+    }
+    potts_system *s = carlo_calloc(1, sizeof *s, "a Potts system");
+    if (!s)
+        return NULL;
+    s->L = p->L;
+    s->q = p->q;
+    s->R = p->R;
+    s->algorithm = p->algorithm;
+    s->device = p->device;
+    s->seed = p->seed;
+    s->be = be;
+    size_t R = (size_t)p->R;
+    s->beta = carlo_calloc(R, sizeof *s->beta, "replica temperatures");
+    s->rates = s->beta ? carlo_calloc(R, sizeof *s->rates, "acceptance tables") : NULL;
+    s->slot = s->rates ? carlo_calloc(R, sizeof *s->slot, "tempering slots") : NULL;
+    s->temperatures = s->slot ? carlo_calloc(R, sizeof *s->temperatures, "temperatures") : NULL;
+    s->swap_tried = s->temperatures ? carlo_calloc(R, sizeof *s->swap_tried, "swap counters") : NULL;
+    s->swap_accepted = s->swap_tried ? carlo_calloc(R, sizeof *s->swap_accepted, "swap counters") : NULL;
+    s->direction = s->swap_accepted ? carlo_calloc(R, sizeof *s->direction, "round trips") : NULL;
+    s->round_trips = s->direction ? carlo_calloc(R, sizeof *s->round_trips, "round trips") : NULL;
+    if (!s->round_trips) {
+        potts_destroy(s);
+        return NULL;
+    }
+    for (int r = 0; r < p->R; r++) {
+        if (potts_set_beta(s, r, p->beta[r])) {
+            potts_destroy(s);
+            return NULL;
+        }
+        s->slot[r] = r;
+        s->temperatures[r] = 1.0 / p->beta[r];
+    }
+    if (be->create(s)) { /* potts_destroy releases what create got before failing */
+        potts_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+void potts_destroy(potts_system *s)
+{
+    if (!s)
+        return;
+    if (s->be && s->impl)
+        s->be->destroy(s);
+    free(s->beta);
+    free(s->rates);
+    free(s->slot);
+    free(s->temperatures);
+    free(s->swap_tried);
+    free(s->swap_accepted);
+    free(s->direction);
+    free(s->round_trips);
+    free(s);
+}
+
+static int set_all(potts_system *s, int random)
+{
+    size_t n = (size_t)s->L * (size_t)s->L;
+    uint8_t *spins = carlo_malloc(n, "an initial lattice");
+    if (!spins)
+        return -1;
+    int rc = 0;
+    for (int r = 0; r < s->R && rc == 0; r++) {
+        if (random) {
+            /* Four states per draw: spins are a pure function of (seed, replica, site). */
+#pragma omp parallel for schedule(static)
+            for (int64_t b = 0; b < (int64_t)((n + 3) / 4); b++) {
+                carlo_u32x4 d = carlo_rng(s->seed, POTTS_PURPOSE_START, 0, (uint32_t)b, (uint32_t)r);
+                for (int w = 0; w < 4 && (size_t)(4 * b + w) < n; w++) {
+                    uint32_t v;
+                    if (carlo_below_try(d.v[w], (uint32_t)s->q, &v))
+                        v = carlo_below(s->seed, POTTS_PURPOSE_START, 1 + (uint64_t)w,
+                                        (uint32_t)b, (uint32_t)r, (uint32_t)s->q);
+                    spins[4 * b + w] = (uint8_t)v;
+                }
+            }
+        } else {
+            memset(spins, 0, n);
+        }
+        rc = s->be->set_lattice(s, r, spins);
+    }
+    free(spins);
+    return rc;
+}
+
+int potts_start_ordered(potts_system *s) { return set_all(s, 0); }
+int potts_start_random(potts_system *s) { return set_all(s, 1); }
+
+int potts_sweep_color(potts_system *s, int color)
+{
+    if (s->dead)
+        return carlo_seterr("this system died on an earlier device error");
+    if (s->be->sweep_color(s, color)) {
+        s->dead = s->device == CARLO_GPU;
+        return -1;
+    }
+    s->halfstep++;
+    if (color == 1)
+        s->step++;
+    return 0;
+}
+
+/* Sweeps until the next stop: the end, an exchange, a callback, or a progress/Ctrl-C check. */
+static uint64_t next_stop(const potts_system *s, uint64_t left, uint64_t every, uint64_t chunk)
+{
+    uint64_t m = left < chunk ? left : chunk;
+    if (every) {
+        uint64_t to = every - s->step % every;
+        if (to < m)
+            m = to;
+    }
+    return m;
+}
+
+int potts_run_ex(potts_system *s, const potts_run_opts *o, potts_run_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (s->dead)
+        return carlo_seterr("this system died on an earlier device error");
+    carlo_progress pr;
+    carlo_progress_start(&pr, "potts", "sweeps", (double)o->sweeps, o->quiet);
+    double t0 = carlo_now(), per_sweep = 0;
+    uint64_t chunk = 1, done = 0;
+    int rc = 0;
+    while (done < o->sweeps) {
+        uint64_t m = next_stop(s, o->sweeps - done, o->exchange_every, chunk);
+        m = next_stop(s, m, o->every, m);
+        if (o->walltime > 0 && per_sweep > 0) {
+            /* stop while the rest of the budget still covers this chunk and the reserve */
+            double left = o->walltime - (carlo_now() - t0) - o->reserve;
+            if (left < per_sweep * (double)m) {
+                uint64_t fit = left > 0 ? (uint64_t)(left / per_sweep) : 0;
+                if (fit == 0) {
+                    res->stopped_early = 1;
+                    break;
+                }
+                m = fit < m ? fit : m;
+            }
+        }
+        if (s->be->sweeps(s, m)) {
+            s->dead = s->device == CARLO_GPU;
+            rc = -1;
+            break;
+        }
+        done += m;
+        if (o->walltime > 0) { /* time what really ran, not what was queued */
+            if (s->be->sync(s)) {
+                s->dead = s->device == CARLO_GPU;
+                rc = -1;
+                break;
+            }
+            per_sweep = (carlo_now() - t0) / (double)done;
+        }
+        if (o->exchange_every && s->step % o->exchange_every == 0 && (rc = potts_exchange(s)))
+            break;
+        if (o->every && s->step % o->every == 0 && o->callback && (rc = o->callback(o->ctx, s)))
+            break;
+        if (carlo_interrupted) {
+            s->be->sync(s);
+            rc = carlo_seterr("interrupted");
+            break;
+        }
+        carlo_progress_update(&pr, (double)done);
+        if (carlo_now() - t0 < 0.05 && chunk < 1024)
+            chunk *= 2;
+    }
+    carlo_progress_end(&pr);
+    res->sweeps = done;
+    res->seconds = carlo_now() - t0;
+    return rc;
+}
+
+int potts_run(potts_system *s, uint64_t n)
+{
+    potts_run_opts o = {.sweeps = n, .quiet = 1};
+    potts_run_result r;
+    return potts_run_ex(s, &o, &r);
+}
+
+void potts_obs_finish(const potts_system *s, potts_obs *o)
+{
+    double N = (double)s->L * (double)s->L;
+    o->e = -(double)o->equal_bonds / N;
+    o->m = ((double)s->q * (double)o->nmax / N - 1.0) / (double)(s->q - 1);
+}
+
+int potts_observe(potts_system *s, potts_obs *out)
+{
+    if (s->dead)
+        return carlo_seterr("this system died on an earlier device error");
+    if (s->be->observe(s, out)) {
+        s->dead = s->device == CARLO_GPU;
+        return -1;
+    }
+    for (int r = 0; r < s->R; r++)
+        potts_obs_finish(s, &out[r]);
+    return 0;
+}
+
+int potts_exchange(potts_system *s)
+{
+    if (s->R < 2)
+        return 0;
+    potts_obs *o = carlo_malloc((size_t)s->R * sizeof *o, "tempering observations");
+    if (!o)
+        return -1;
+    if (potts_observe(s, o)) {
+        free(o);
+        return -1;
+    }
+    int parity = (int)(s->exchanges & 1);
+    for (int k = parity; k + 1 < s->R; k += 2) {
+        int a = s->slot[k], b = s->slot[k + 1];
+        double ea = -(double)o[a].equal_bonds, eb = -(double)o[b].equal_bonds;
+        double delta = (s->beta[a] - s->beta[b]) * (ea - eb);
+        carlo_u32x4 d = carlo_rng(s->seed, POTTS_PURPOSE_SWAP, s->exchanges, (uint32_t)k, 0);
+        s->swap_tried[k]++;
+        if (delta >= 0 || carlo_u01(d.v[0], d.v[1]) < exp(delta)) {
+            s->swap_accepted[k]++;
+            double ba = s->beta[a];
+            potts_set_beta(s, a, s->beta[b]);
+            potts_set_beta(s, b, ba);
+            s->slot[k] = b;
+            s->slot[k + 1] = a;
+        }
+    }
+    free(o);
+    /* round trips: bottom -> top -> bottom */
+    int bottom = s->slot[0], top = s->slot[s->R - 1];
+    if (s->direction[top] == 1)
+        s->direction[top] = 2;
+    if (s->direction[bottom] == 2)
+        s->round_trips[bottom]++;
+    s->direction[bottom] = 1;
+    s->exchanges++;
+    return 0;
+}
+
+/* ---------- the serial reference (tests only) ---------- */
+
+void potts_serial_sweep(uint8_t *spins, int L, int q, double beta, uint64_t seed, uint64_t sweep)
+{
+    int64_t N = (int64_t)L * L;
+    for (int64_t t = 0; t < N; t++) {
+        carlo_u32x4 d = carlo_rng(seed, CARLO_PURPOSE_CORE_TEST, sweep, (uint32_t)t, 0);
+        int64_t site = (int64_t)(((uint64_t)d.v[0] << 32 | d.v[1]) % (uint64_t)N); /* bias < 2^-40 */
+        int i = (int)(site / L), j = (int)(site % L);
+        uint8_t s = spins[site];
+        uint8_t t_new = (uint8_t)((s + 1 + d.v[2] % (uint32_t)(q - 1)) % (uint32_t)q); /* bias < 2^-24 */
+        uint8_t nb[4] = {spins[(int64_t)((i + L - 1) % L) * L + j], spins[(int64_t)((i + 1) % L) * L + j],
+                         spins[(int64_t)i * L + (j + L - 1) % L], spins[(int64_t)i * L + (j + 1) % L]};
+        int dE = 0;
+        for (int a = 0; a < 4; a++)
+            dE += (nb[a] == s) - (nb[a] == t_new);
+        if (dE <= 0 || carlo_u01f(d.v[3]) < exp(-beta * dE))
+            spins[site] = t_new;
+    }
+}
+
+/* ---------- frames ---------- */
+
+static int add_lattices(potts_system *s, carlo_frame *f)
+{
+    size_t plane = (size_t)s->L * (size_t)s->L;
+    uint8_t *all = carlo_malloc(carlo_mulsize(plane, (size_t)s->R), "a lattice frame");
+    if (!all)
+        return -1;
+    for (int r = 0; r < s->R; r++)
+        if (s->be->get_lattice(s, r, all + (size_t)r * plane)) {
+            free(all);
+            return -1;
+        }
+    return carlo_frame_add_owned(f, "lattice/spins", CARLO_U8, (uint64_t)s->R * (uint64_t)s->L,
+                                 (uint64_t)s->L, all);
+}
+
+int potts_frame(potts_system *s, carlo_frame *f)
+{
+    uint32_t q = (uint32_t)s->q;
+    if (carlo_frame_add_u64(f, "configuration/step", s->step) ||
+        carlo_frame_add_copy(f, "lattice/q", CARLO_U32, 1, 1, &q) ||
+        carlo_frame_add_copy(f, "lattice/temperature", CARLO_F64, (uint64_t)s->R, 1,
+                             s->temperatures) ||
+        carlo_frame_add_copy(f, "lattice/slot", CARLO_I32, (uint64_t)s->R, 1, s->slot))
+        return -1;
+    return add_lattices(s, f);
+}
+
+int potts_checkpoint(potts_system *s, carlo_frame *f)
+{
+    int32_t shape[4] = {s->L, s->q, s->R, (int32_t)s->algorithm};
+    if (carlo_frame_add_string(f, "carlo/model", "potts") ||
+        carlo_frame_add_u64(f, "configuration/step", s->step) ||
+        carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
+        carlo_frame_add_u64(f, "potts/halfstep", s->halfstep) ||
+        carlo_frame_add_copy(f, "potts/shape", CARLO_I32, 4, 1, shape) ||
+        carlo_frame_add_copy(f, "potts/beta", CARLO_F64, (uint64_t)s->R, 1, s->beta) ||
+        carlo_frame_add_copy(f, "potts/temperatures", CARLO_F64, (uint64_t)s->R, 1, s->temperatures) ||
+        carlo_frame_add_copy(f, "potts/slot", CARLO_I32, (uint64_t)s->R, 1, s->slot) ||
+        carlo_frame_add_copy(f, "potts/swap_tried", CARLO_U64, (uint64_t)s->R, 1, s->swap_tried) ||
+        carlo_frame_add_copy(f, "potts/swap_accepted", CARLO_U64, (uint64_t)s->R, 1, s->swap_accepted) ||
+        carlo_frame_add_copy(f, "potts/direction", CARLO_I32, (uint64_t)s->R, 1, s->direction) ||
+        carlo_frame_add_copy(f, "potts/round_trips", CARLO_U64, (uint64_t)s->R, 1, s->round_trips) ||
+        carlo_frame_add_u64(f, "potts/exchanges", s->exchanges))
+        return -1;
+    return add_lattices(s, f);
+}

@@ -1,0 +1,132 @@
+/* potts.h — the 2D q-state Potts model: H = -J sum_<ij> delta(s_i, s_j), J = k_B = 1,
+ * states 0..q-1, on an L x L periodic square lattice (L even, 2 <= L <= 65536), one byte
+ * per spin. A system holds R >= 1 replicas of the lattice, each at its own temperature,
+ * advanced together (R = 1 is a single system; R > 1 an ensemble for parallel tempering). */
+#ifndef CARLO_POTTS_H
+#define CARLO_POTTS_H
+
+#include <stdint.h>
+
+#include "core/device.h"
+#include "core/frame.h"
+#include "potts/potts_kernel.h"
+
+#define POTTS_L_MAX 65536
+
+typedef enum potts_algorithm { POTTS_METROPOLIS = 0, POTTS_HEATBATH = 1 } potts_algorithm;
+
+/* What one replica looks like now, from exact integer counts. */
+typedef struct potts_obs {
+    int64_t equal_bonds; /* number of nearest-neighbour pairs in the same state */
+    int64_t nmax;        /* population of the most populated state */
+    double e;            /* energy per spin, -equal_bonds / N */
+    double m;            /* order parameter (q nmax / N - 1) / (q - 1), Ferrero et al. eq. 7 */
+} potts_obs;
+
+struct potts_backend;
+
+typedef struct potts_system {
+    int L, q, R;
+    potts_algorithm algorithm;
+    carlo_device_kind device;
+    uint64_t seed;
+    uint64_t step;               /* sweeps done */
+    uint64_t halfstep;           /* colour updates done: the RNG's step counter */
+    double *beta;                /* beta[r] of replica r */
+    potts_rates *rates;          /* rates[r], rebuilt by potts_set_beta */
+    uint64_t rates_version;      /* bumped whenever rates change (GPU re-uploads) */
+    const struct potts_backend *be;
+    void *impl;                  /* the backend's own state */
+    int dead;                    /* a device error left the system unusable */
+    /* parallel tempering bookkeeping: slot[k] = replica at temperature k (temperatures[k]) */
+    int *slot;                   /* R */
+    double *temperatures;        /* R, the ladder */
+    uint64_t *swap_tried, *swap_accepted; /* R - 1 pairs */
+    int *direction;              /* per replica: 0 none, 1 last visited bottom, 2 top */
+    uint64_t *round_trips;       /* per replica */
+    uint64_t exchanges;          /* exchange steps done (alternates even/odd pairs) */
+} potts_system;
+
+/* A backend: the CPU one in potts.c, the CUDA one in cuda/potts.cu. All return 0 or -1
+ * with the message set (carlo_errmsg). Lattices cross as row-major L x L bytes. */
+typedef struct potts_backend {
+    const char *name;
+    int (*create)(potts_system *s);
+    void (*destroy)(potts_system *s);
+    int (*set_lattice)(potts_system *s, int replica, const uint8_t *spins);
+    int (*get_lattice)(potts_system *s, int replica, uint8_t *spins);
+    /* One colour of every replica, drawing with RNG step s->halfstep (the caller bumps it). */
+    int (*sweep_color)(potts_system *s, int color);
+    /* n whole sweeps: colours 0 then 1, bumping halfstep by 2 and step by 1 per sweep
+     * (the GPU queues them without waiting). */
+    int (*sweeps)(potts_system *s, uint64_t n);
+    int (*observe)(potts_system *s, potts_obs *out /* R entries */);
+    int (*sync)(potts_system *s); /* wait for queued work; reports late device errors */
+} potts_backend;
+
+extern const potts_backend potts_cpu_backend;
+extern const potts_backend *potts_gpu_backend; /* set by cuda/register.cu, else NULL */
+
+typedef struct potts_params {
+    int L, q, R;
+    potts_algorithm algorithm;
+    carlo_device_kind device;
+    uint64_t seed;
+    const double *beta; /* R */
+} potts_params;
+
+potts_system *potts_create(const potts_params *p);
+void potts_destroy(potts_system *s);
+
+/* Initial states: all spins 0 (ordered), or uniformly random from the seed. */
+int potts_start_ordered(potts_system *s);
+int potts_start_random(potts_system *s);
+
+int potts_set_beta(potts_system *s, int replica, double beta);
+void potts_rates_set(potts_rates *rt, double beta);
+
+/* A run of many sweeps as one C call: exchanges every exchange_every sweeps (0: none), a
+ * callback every `every` sweeps (trajectory frames), Ctrl-C polled between chunks (returns
+ * -1, "interrupted"), a progress line, and with walltime > 0 a stop before walltime - reserve
+ * seconds have passed (stopped_early set, return 0). Step counts are absolute: exchanges
+ * and callbacks happen when s->step is a multiple of their period. */
+typedef struct potts_run_opts {
+    uint64_t sweeps;
+    uint64_t exchange_every;
+    uint64_t every;
+    int (*callback)(void *ctx, potts_system *s);
+    void *ctx;
+    double walltime, reserve;
+    int quiet;
+} potts_run_opts;
+
+typedef struct potts_run_result {
+    uint64_t sweeps;
+    double seconds;
+    int stopped_early;
+} potts_run_result;
+
+int potts_run_ex(potts_system *s, const potts_run_opts *o, potts_run_result *res);
+int potts_run(potts_system *s, uint64_t n); /* quiet, no exchanges */
+int potts_sweep_color(potts_system *s, int color);
+int potts_observe(potts_system *s, potts_obs *out);
+void potts_obs_finish(const potts_system *s, potts_obs *o); /* fill e and m from the counts */
+
+/* One parallel-tempering exchange step: pairs (k, k + 1) of temperatures with k even on
+ * even steps and odd on odd steps, accepted with min(1, exp((b_k - b_k+1)(E_k - E_k+1))). */
+int potts_exchange(potts_system *s);
+
+/* Packed <-> row-major conversions shared by the backends. */
+void potts_pack(int L, const uint8_t *rowmajor, uint8_t *color0, uint8_t *color1);
+void potts_unpack(int L, const uint8_t *color0, const uint8_t *color1, uint8_t *rowmajor);
+
+/* Reference implementation for tests: one sweep of L*L random-site Metropolis updates on a
+ * plain row-major lattice, with its own stream (purpose CORE_TEST). Small and obvious. */
+void potts_serial_sweep(uint8_t *spins, int L, int q, double beta, uint64_t seed,
+                        uint64_t sweep);
+
+/* Frames for trajectories and checkpoints. */
+int potts_frame(potts_system *s, carlo_frame *f);
+int potts_checkpoint(potts_system *s, carlo_frame *f);
+
+#endif

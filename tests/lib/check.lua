@@ -1,0 +1,60 @@
+-- check.lua — the Lua tests' assertions. Every check prints one line the runner counts:
+-- PASS name / FAIL name: why / SKIP name: why. Names say tier, model and case.
+local carlo = require "carlo"
+local M = {}
+
+M.tmp = os.getenv("CARLO_TEST_TMP") or "/tmp"
+
+function M.pass(name) print("PASS " .. name) end
+function M.fail(name, why) print("FAIL " .. name .. ": " .. tostring(why)) end
+function M.skip(name, why) print("SKIP " .. name .. ": " .. tostring(why)) end
+
+function M.ok(name, cond, why)
+  if cond then M.pass(name) else M.fail(name, why or "condition false") end
+  return cond
+end
+
+function M.eq(name, got, want)
+  return M.ok(name, got == want, ("got %s, want %s"):format(tostring(got), tostring(want)))
+end
+
+-- |x - ref| <= k * err: an estimate against a reference within k error bars.
+function M.within(name, x, ref, err, k)
+  k = k or 3
+  local ok = math.abs(x - ref) <= k * err and err == err
+  return M.ok(name, ok, ("%.8g vs %.8g: %.2f error bars (err %.3g, allowed %g)")
+    :format(x, ref, err > 0 and math.abs(x - ref) / err or math.huge, err, k))
+end
+
+-- Two estimates with their own errors agree within k combined error bars.
+function M.agree(name, a, ea, b, eb, k)
+  return M.within(name, a, b, math.sqrt(ea * ea + eb * eb), k)
+end
+
+-- fn must raise an error whose message matches every pattern (plain find).
+function M.raises(name, fn, ...)
+  local ok, err = pcall(fn)
+  if ok then return M.fail(name, "no error raised") end
+  err = tostring(err)
+  for _, p in ipairs({ ... }) do
+    if not err:find(p, 1, true) then return M.fail(name, ("message %q lacks %q"):format(err, p)) end
+  end
+  return M.pass(name)
+end
+
+function M.has_gpu()
+  return #carlo.devices().gpus > 0
+end
+
+-- For tests/gpu: SKIP without a GPU (a FAIL when the runner requires one).
+function M.gpu_or_skip(name)
+  if M.has_gpu() then return true end
+  if os.getenv("CARLO_REQUIRE_GPU") == "1" then
+    M.fail(name, "no GPU (make test-gpu needs one)")
+  else
+    M.skip(name, "no GPU")
+  end
+  return false
+end
+
+return M
