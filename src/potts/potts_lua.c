@@ -217,6 +217,15 @@ static int l_sweep_color(lua_State *L)
     return 0;
 }
 
+/* sys:sync(): wait until the queued sweeps have run (for timing; errors surface here). */
+static int l_sync(lua_State *L)
+{
+    potts_system *s = check(L, 1);
+    if (s->be->sync(s))
+        return carlo_raise(L, "potts:sync");
+    return 0;
+}
+
 static int l_exchange(lua_State *L)
 {
     potts_system *s = check(L, 1);
@@ -685,7 +694,7 @@ void potts_lua_open(lua_State *L)
         {"run", l_run}, {"sweep_color", l_sweep_color}, {"observe", l_observe},
         {"sample", l_sample}, {"snapshot", l_snapshot}, {"set_lattice", l_set_lattice},
         {"png", l_png}, {"save", l_save}, {"exchange", l_exchange}, {"tempering", l_tempering},
-        {"close", l_close}, {NULL, NULL}};
+        {"sync", l_sync}, {"close", l_close}, {NULL, NULL}};
     if (luaL_newmetatable(L, POTTS_MT)) {
         luaL_setfuncs(L, meta, 0);
         luaL_newlib(L, methods);
