@@ -49,11 +49,11 @@ template <> __device__ __forceinline__ bytes<1> load<1>(const uint8_t *p)
 
 /* One thread: W consecutive elements k0..k0+W-1 of row i, colour c, replica r. The lattice
  * of the other colour is only read, so the sweep needs no synchronisation. */
-template <int W>
+template <int W, int HEATBATH>
 __global__ void __launch_bounds__(256) sweep_kernel(uint8_t *__restrict__ lattice,
                                                     const potts_rates *__restrict__ rates, int L,
                                                     int half, int R, int c, uint32_t q,
-                                                    int heatbath, uint64_t seed, uint64_t halfstep)
+                                                    uint64_t seed, uint64_t halfstep)
 {
     const int per_row = half / W;
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(256) sweep_kernel(uint8_t *__restrict__ lattic
             nb[2] = j > 0 ? same.b[j > 0 ? j - 1 : 0] : extra;
             nb[3] = same.b[j];
         }
-        self.b[j] = (uint8_t)potts_update_site(self.b[j], nb, r0, r1, rt, q, heatbath, seed,
+        self.b[j] = (uint8_t)potts_update_site(self.b[j], nb, r0, r1, rt, q, HEATBATH, seed,
                                                halfstep, idx, (uint32_t)r);
     }
     if (W == 1)
@@ -208,9 +208,12 @@ template <int W> int launch(potts_system *s, int c)
     const int64_t blocks = (work + threads - 1) / threads;
     if (blocks > 0x7fffffff)
         return carlo_seterr("lattice too large for one launch");
-    sweep_kernel<W><<<(unsigned)blocks, threads>>>(impl(s)->lattice, impl(s)->rates, s->L, half, s->R,
-                                                  c, (uint32_t)s->q, s->algorithm == POTTS_HEATBATH,
-                                                  s->seed, s->halfstep);
+    if (s->algorithm == POTTS_HEATBATH)
+        sweep_kernel<W, 1><<<(unsigned)blocks, threads>>>(impl(s)->lattice, impl(s)->rates, s->L, half,
+                                                         s->R, c, (uint32_t)s->q, s->seed, s->halfstep);
+    else
+        sweep_kernel<W, 0><<<(unsigned)blocks, threads>>>(impl(s)->lattice, impl(s)->rates, s->L, half,
+                                                         s->R, c, (uint32_t)s->q, s->seed, s->halfstep);
     CK(cudaGetLastError());
     return 0;
 }

@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "potts/potts_lua.h"
 #include "runtime.h"
+#include "traj/checkpoint.h"
 
 #define CARLO_VERSION "0.1.0"
 
@@ -22,6 +23,7 @@ static void (*const openers[])(lua_State *L) = {
     carlo_array_open,
     carlo_core_lua_open,
     potts_lua_open,
+    checkpoint_lua_open,
 };
 
 struct carlo_lua_source {

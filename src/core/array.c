@@ -284,7 +284,7 @@ static int a_new(lua_State *L)
         return luaL_error(L, "carlo.array: unknown element type '%s' (allowed: u8, i8, u16, i16, "
                              "u32, i32, u64, i64, f32, f64)", tn);
     int64_t rows = 0, cols = 0;
-    int from_values = 0;
+    int from_values = 0, has_fill = !lua_isnoneornil(L, 3);
     if (lua_type(L, 2) == LUA_TNUMBER) {
         rows = luaL_checkinteger(L, 2);
     } else if (lua_type(L, 2) == LUA_TTABLE) {
@@ -313,7 +313,7 @@ static int a_new(lua_State *L)
             set_elem(L, a, i, -1);
             lua_pop(L, 1);
         }
-    } else if (!lua_isnoneornil(L, 3)) {
+    } else if (has_fill) {
         for (size_t i = 0; i < a->n; i++)
             set_elem(L, a, i, 3);
     }

@@ -602,6 +602,22 @@ static int l_newindex(lua_State *L)
     return luaL_error(L, "potts: field '%s' is read-only (settable: T, beta)", k);
 }
 
+/* carlo.reference.potts_sweep(spins, q, beta, seed, sweep): one sweep of the serial
+ * random-site Metropolis reference on a u8 L x L array, in place (tests only). */
+static int l_reference_sweep(lua_State *L)
+{
+    carlo_array *a = carlo_array_check(L, 1);
+    lua_Integer q = luaL_checkinteger(L, 2);
+    double beta = luaL_checknumber(L, 3);
+    lua_Integer seed = luaL_checkinteger(L, 4), sweep = luaL_checkinteger(L, 5);
+    if (a->type != CARLO_U8 || a->ndim != 2 || a->shape[0] != a->shape[1] || a->shape[0] % 2 ||
+        q < 2 || q > POTTS_Q_MAX || !(beta > 0) || seed < 0 || sweep < 0)
+        return luaL_error(L, "carlo.reference.potts_sweep: expects (u8 L x L array, q, beta, seed, sweep)");
+    potts_serial_sweep((uint8_t *)a->data, (int)a->shape[0], (int)q, beta, (uint64_t)seed,
+                       (uint64_t)sweep);
+    return 0;
+}
+
 /* ---------- generic model interface ---------- */
 
 static int model_frame(void *ud, carlo_frame *f)
@@ -706,4 +722,8 @@ void potts_lua_open(lua_State *L)
     lua_setfield(L, -2, "potts");
     lua_pushcfunction(L, l_potts_ensemble);
     lua_setfield(L, -2, "potts_ensemble");
+    luaL_getsubtable(L, -1, "reference");
+    lua_pushcfunction(L, l_reference_sweep);
+    lua_setfield(L, -2, "potts_sweep");
+    lua_pop(L, 1);
 }
