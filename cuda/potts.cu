@@ -69,35 +69,66 @@ __global__ void __launch_bounds__(256) sweep_kernel(uint8_t *__restrict__ lattic
     const int up = i == 0 ? L - 1 : i - 1, down = i == L - 1 ? 0 : i + 1;
     const bool odd = (i + c) & 1; /* this row's sites of colour c sit at odd columns */
 
-    bytes<W> self = load<W>(me + k0);
-    const bytes<W> nu = load<W>(other + (size_t)up * half + k0);
-    const bytes<W> nd = load<W>(other + (size_t)down * half + k0);
     const uint8_t *orow = other + (size_t)i * half;
-    const bytes<W> same = load<W>(orow + k0);
     const uint8_t extra = __ldg(orow + (odd ? (k0 + W == half ? 0 : k0 + W)
                                             : (k0 == 0 ? half - 1 : k0 - 1)));
     const potts_rates *rt = rates + r;
-    const uint32_t idx0 = (uint32_t)((size_t)i * half + k0);
+    const uint32_t idx0 = (uint32_t)((size_t)i * half + k0); /* even whenever W > 1 */
+    bytes<W> self = load<W>(me + k0);
+    const bytes<W> nu = load<W>(other + (size_t)up * half + k0);
+    const bytes<W> nd = load<W>(other + (size_t)down * half + k0);
+    const bytes<W> same = load<W>(orow + k0);
 
-    carlo_u32x4 d = potts_pair_draw(seed, halfstep, idx0 >> 1, (uint32_t)r);
+    if (!HEATBATH && W >= 4) {
+        /* four sites per word: see potts_metropolis4 */
+        constexpr int NW = W >= 4 ? W / 4 : 1;
+        uint32_t sw[NW], uw[NW], dw[NW], mw[NW];
+        memcpy(sw, self.b, sizeof sw);
+        memcpy(uw, nu.b, sizeof uw);
+        memcpy(dw, nd.b, sizeof dw);
+        memcpy(mw, same.b, sizeof mw);
 #pragma unroll
-    for (int j = 0; j < W; j++) {
-        const uint32_t idx = idx0 + j;
-        if (W > 1 && j > 0 && (idx & 1) == 0)
-            d = potts_pair_draw(seed, halfstep, idx >> 1, (uint32_t)r);
-        const uint32_t r0 = (idx & 1) ? d.v[2] : d.v[0], r1 = (idx & 1) ? d.v[3] : d.v[1];
-        uint8_t nb[4];
-        nb[0] = nu.b[j];
-        nb[1] = nd.b[j];
-        if (odd) {
-            nb[2] = same.b[j];
-            nb[3] = j + 1 < W ? same.b[j + 1 < W ? j + 1 : 0] : extra;
-        } else {
-            nb[2] = j > 0 ? same.b[j > 0 ? j - 1 : 0] : extra;
-            nb[3] = same.b[j];
+        for (int g = 0; g < NW; g++) {
+            uint32_t lw, rw;
+            if (odd) {
+                lw = mw[g];
+                rw = __funnelshift_r(mw[g], g + 1 < NW ? mw[g + 1 < NW ? g + 1 : 0] : extra, 8);
+            } else {
+                rw = mw[g];
+                lw = __funnelshift_l(g > 0 ? mw[g > 0 ? g - 1 : 0] : (uint32_t)extra << 24, mw[g], 8);
+            }
+            const uint32_t pair = (idx0 >> 1) + 2 * g;
+            const carlo_u32x4 a = potts_pair_draw(seed, halfstep, pair, (uint32_t)r);
+            const carlo_u32x4 b = potts_pair_draw(seed, halfstep, pair + 1, (uint32_t)r);
+            const uint32_t r0[4] = {a.v[0], a.v[2], b.v[0], b.v[2]};
+            const uint32_t r1[4] = {a.v[1], a.v[3], b.v[1], b.v[3]};
+            sw[g] = potts_metropolis4(sw[g], uw[g], dw[g], lw, rw, r0, r1, rt, q, seed, halfstep,
+                                      idx0 + 4 * g, (uint32_t)r);
         }
-        self.b[j] = (uint8_t)potts_update_site(self.b[j], nb, r0, r1, rt, q, HEATBATH, seed,
-                                               halfstep, idx, (uint32_t)r);
+        memcpy(self.b, sw, sizeof sw);
+    } else {
+        carlo_u32x4 d = potts_pair_draw(seed, halfstep, idx0 >> 1, (uint32_t)r);
+#pragma unroll
+        for (int j = 0; j < W; j++) {
+            const uint32_t idx = idx0 + j;
+            /* for W > 1 the parity of idx is that of j, known at compile time */
+            const uint32_t odd_site = W > 1 ? (uint32_t)(j & 1) : (idx & 1);
+            if (W > 1 && j > 0 && odd_site == 0)
+                d = potts_pair_draw(seed, halfstep, idx >> 1, (uint32_t)r);
+            const uint32_t r0 = odd_site ? d.v[2] : d.v[0], r1 = odd_site ? d.v[3] : d.v[1];
+            uint8_t nb[4];
+            nb[0] = nu.b[j];
+            nb[1] = nd.b[j];
+            if (odd) {
+                nb[2] = same.b[j];
+                nb[3] = j + 1 < W ? same.b[j + 1 < W ? j + 1 : 0] : extra;
+            } else {
+                nb[2] = j > 0 ? same.b[j > 0 ? j - 1 : 0] : extra;
+                nb[3] = same.b[j];
+            }
+            self.b[j] = (uint8_t)potts_update_site(self.b[j], nb, r0, r1, rt, q, HEATBATH, seed,
+                                                   halfstep, idx, (uint32_t)r);
+        }
     }
     if (W == 1)
         me[k0] = self.b[0];

@@ -5,4 +5,5 @@ local carlo = require "carlo"
 require "carlo.ladder"
 require "carlo.log"
 require "carlo.anneal"
+require "carlo.options"
 return carlo

@@ -88,12 +88,41 @@ static int cpu_sweep_color(potts_system *s, int c)
     const uint32_t q = (uint32_t)s->q;
     const int heatbath = s->algorithm == POTTS_HEATBATH;
     const uint64_t halfstep = s->halfstep, seed = s->seed;
+    const int swar = !heatbath && half % 4 == 0; /* four sites a word: potts_metropolis4 */
 #pragma omp parallel for collapse(2) schedule(static)
     for (int r = 0; r < R; r++)
         for (int i = 0; i < L; i++) {
             uint8_t *me = cpu_color(s, r, c) + (int64_t)i * half;
             const uint8_t *other = cpu_color(s, r, 1 - c);
             const potts_rates *rt = &s->rates[r];
+            if (swar) {
+                const int up = i == 0 ? L - 1 : i - 1, down = i == L - 1 ? 0 : i + 1;
+                const uint8_t *orow = other + (int64_t)i * half;
+                const int odd = (i + c) & 1;
+                for (int k = 0; k < half; k += 4) {
+                    uint32_t S, U, D, M;
+                    memcpy(&S, me + k, 4);
+                    memcpy(&U, other + (int64_t)up * half + k, 4);
+                    memcpy(&D, other + (int64_t)down * half + k, 4);
+                    memcpy(&M, orow + k, 4);
+                    uint32_t Lw, Rw;
+                    if (odd) {
+                        Lw = M;
+                        Rw = (M >> 8) | (uint32_t)orow[k + 4 == half ? 0 : k + 4] << 24;
+                    } else {
+                        Rw = M;
+                        Lw = (M << 8) | orow[k == 0 ? half - 1 : k - 1];
+                    }
+                    uint32_t idx = (uint32_t)((int64_t)i * half + k);
+                    carlo_u32x4 a = potts_pair_draw(seed, halfstep, idx >> 1, (uint32_t)r);
+                    carlo_u32x4 b = potts_pair_draw(seed, halfstep, (idx >> 1) + 1, (uint32_t)r);
+                    uint32_t r0[4] = {a.v[0], a.v[2], b.v[0], b.v[2]};
+                    uint32_t r1[4] = {a.v[1], a.v[3], b.v[1], b.v[3]};
+                    S = potts_metropolis4(S, U, D, Lw, Rw, r0, r1, rt, q, seed, halfstep, idx, (uint32_t)r);
+                    memcpy(me + k, &S, 4);
+                }
+                continue;
+            }
             carlo_u32x4 d = {{0, 0, 0, 0}};
             int64_t have = -1;
             for (int k = 0; k < half; k++) {
