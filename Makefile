@@ -105,7 +105,7 @@ deps:
 demo:
 	@scripts/install-deps --check-only >/dev/null 2>&1 || scripts/install-deps
 	@$(MAKE) --no-print-directory all
-	@$(BUILD)/carlo workflows/quickstart.lua
+	@$(BUILD)/carlo workflows/quickstart.lua out=$(BUILD)/quickstart
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
