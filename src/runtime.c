@@ -70,7 +70,7 @@ int luaopen_carlo(lua_State *L)
     }
     lua_pop(L, 1);
     lua_getglobal(L, "require");
-    lua_pushliteral(L, "carlo.init");
+    lua_pushliteral(L, "carlo.module");
     lua_call(L, 1, 0);
     return 1;
 }
