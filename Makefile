@@ -41,6 +41,13 @@ LIB_OBJ := $(LIB_C:%.c=$(BUILD)/%.o) $(BUILD)/cuda/register_none.o
 endif
 LIB_OBJ += $(BUILD)/gen/lua_embed.o
 
+# Lists of inputs, rewritten only when they change, so that adding, removing or renaming a
+# source file rebuilds what depends on the set (timestamps alone would miss it).
+LIST_DIR := $(BUILD)/gen
+$(shell mkdir -p $(LIST_DIR); \
+  echo '$(LUA_SRC)' | cmp -s - $(LIST_DIR)/lua.list || echo '$(LUA_SRC)' > $(LIST_DIR)/lua.list; \
+  echo '$(LIB_OBJ)' | cmp -s - $(LIST_DIR)/obj.list || echo '$(LIB_OBJ)' > $(LIST_DIR)/obj.list)
+
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit_%)
 TEST_BIN := $(UNIT_BIN) $(BUILD)/tests/embed_host
@@ -61,22 +68,22 @@ $(BUILD)/cuda/%.o: cuda/%.cu
 $(BUILD)/embed: scripts/embed.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -O1 -Wall -Wextra -Werror $< -o $@
-$(BUILD)/gen/lua_embed.c: $(LUA_SRC) $(BUILD)/embed
+$(BUILD)/gen/lua_embed.c: $(LUA_SRC) $(LIST_DIR)/lua.list $(BUILD)/embed
 	@mkdir -p $(@D)
 	$(BUILD)/embed $@ $(LUA_SRC)
 $(BUILD)/gen/lua_embed.o: $(BUILD)/gen/lua_embed.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/libcarlo.a: $(LIB_OBJ)
+$(BUILD)/libcarlo.a: $(LIB_OBJ) $(LIST_DIR)/obj.list
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(LIB_OBJ)
 
 $(BUILD)/carlo: $(BUILD)/src/main.o $(BUILD)/libcarlo.a
 	$(CC) -Wl,-E -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
 # The Lua module: Lua's own symbols come from the interpreter that loads it.
-$(BUILD)/carlo.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(CUDA_LIBS) -lz -lm -ldl -lpthread -fopenmp
+$(BUILD)/carlo.so: $(LIB_OBJ) $(LIST_DIR)/obj.list
+	$(CC) -shared -o $@ $(LIB_OBJ) $(CUDA_LIBS) -lz -lm -ldl -lpthread -fopenmp
 
 $(BUILD)/tests/unit_%: tests/unit/%.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
