@@ -52,7 +52,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit_%)
 TEST_BIN := $(UNIT_BIN) $(BUILD)/tests/embed_host
 
-.PHONY: all test test-gpu validate bench demo install clean deps
+.PHONY: all test test-gpu validate bench demo install clean deps sanitize
 all: $(BUILD)/carlo $(BUILD)/carlo.so $(BUILD)/libcarlo.a
 
 $(BUILD)/%.o: %.c
@@ -79,19 +79,19 @@ $(BUILD)/libcarlo.a: $(LIB_OBJ) $(LIST_DIR)/obj.list
 	$(AR) rcs $@ $(LIB_OBJ)
 
 $(BUILD)/carlo: $(BUILD)/src/main.o $(BUILD)/libcarlo.a
-	$(CC) -Wl,-E -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -Wl,-E -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
 # The Lua module: Lua's own symbols come from the interpreter that loads it.
 $(BUILD)/carlo.so: $(LIB_OBJ) $(LIST_DIR)/obj.list
-	$(CC) -shared -o $@ $(LIB_OBJ) $(CUDA_LIBS) -lz -lm -ldl -lpthread -fopenmp
+	$(CC) $(LDFLAGS) -shared -o $@ $(LIB_OBJ) $(CUDA_LIBS) -lz -lm -ldl -lpthread -fopenmp
 
 $(BUILD)/tests/unit_%: tests/unit/%.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/embed_host: tests/embed/host.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
 test: all $(TEST_BIN)
 	@BUILD=$(BUILD) tests/run unit lua gpu
@@ -101,6 +101,13 @@ test-gpu: all $(TEST_BIN)
 
 validate: all $(TEST_BIN)
 	@BUILD=$(BUILD) tests/run validation
+
+# The unit and Lua tests under AddressSanitizer and UndefinedBehaviorSanitizer (CPU build).
+SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer
+sanitize:
+	@$(MAKE) --no-print-directory CUDA=0 BUILD=$(BUILD)/sanitize CFLAGS="-O1 -g $(SANITIZE)" \
+	    LDFLAGS="$(SANITIZE)" all $(TEST_BIN:$(BUILD)/%=$(BUILD)/sanitize/%)
+	@BUILD=$(BUILD)/sanitize CARLO_SANITIZED=1 tests/run unit lua
 
 bench: all
 	@$(BUILD)/carlo scripts/bench.lua
