@@ -3,6 +3,7 @@
 #include "core/core_lua.h"
 
 #include <lauxlib.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -135,6 +136,62 @@ static int l_interactive(lua_State *L)
     return 1;
 }
 
+/* carlo.histogram(series, { lo =, hi =, bins = }) -> { counts = u64 array, lo =, hi =,
+ * bins =, width =, below =, above =, total = } */
+static int l_histogram(lua_State *L)
+{
+    static const char *const keys[] = {"lo", "hi", "bins", NULL};
+    const char *where = "carlo.histogram";
+    carlo_array *a = carlo_array_test(L, 1);
+    if (!a)
+        luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    carlo_args_allowed(L, 2, where, keys);
+    double lo = carlo_arg_num(L, 2, where, "lo", 1, 0, -INFINITY, 0, INFINITY, 0);
+    double hi = carlo_arg_num(L, 2, where, "hi", 1, 0, lo, 0, INFINITY, 0);
+    int64_t bins = carlo_arg_int(L, 2, where, "bins", 1, 0, 1, (int64_t)1 << 26);
+    carlo_histogram h;
+    if (carlo_histogram_init(&h, lo, hi, (size_t)bins))
+        return carlo_raise(L, where);
+    size_t n = a ? a->n : lua_rawlen(L, 1);
+    for (size_t i = 0; i < n; i++) {
+        double x;
+        if (a) {
+            x = carlo_array_get(a, i);
+        } else {
+            lua_rawgeti(L, 1, (lua_Integer)i + 1);
+            int isnum;
+            x = lua_tonumberx(L, -1, &isnum);
+            lua_pop(L, 1);
+            if (!isnum) {
+                carlo_histogram_free(&h);
+                return luaL_error(L, "%s: element %I is not a number", where, (lua_Integer)i + 1);
+            }
+        }
+        carlo_histogram_add(&h, x);
+    }
+    lua_createtable(L, 0, 8);
+    carlo_array *c = carlo_array_push(L, CARLO_U64, bins, 0);
+    memcpy(c->data, h.count, (size_t)bins * sizeof *h.count);
+    lua_setfield(L, -2, "counts");
+    lua_pushnumber(L, lo);
+    lua_setfield(L, -2, "lo");
+    lua_pushnumber(L, hi);
+    lua_setfield(L, -2, "hi");
+    lua_pushinteger(L, bins);
+    lua_setfield(L, -2, "bins");
+    lua_pushnumber(L, (hi - lo) / (double)bins);
+    lua_setfield(L, -2, "width");
+    lua_pushinteger(L, (lua_Integer)h.below);
+    lua_setfield(L, -2, "below");
+    lua_pushinteger(L, (lua_Integer)h.above);
+    lua_setfield(L, -2, "above");
+    lua_pushinteger(L, (lua_Integer)h.total);
+    lua_setfield(L, -2, "total");
+    carlo_histogram_free(&h);
+    return 1;
+}
+
 /* carlo.clock() -> monotonic seconds, for timing from scripts. */
 static int l_clock(lua_State *L)
 {
@@ -147,6 +204,6 @@ void carlo_core_lua_open(lua_State *L)
     static const luaL_Reg f[] = {
         {"devices", l_devices}, {"threads", l_threads}, {"set_device", l_set_device},
         {"quiet", l_quiet}, {"stats", l_stats}, {"clock", l_clock},
-        {"interactive", l_interactive}, {NULL, NULL}};
+        {"interactive", l_interactive}, {"histogram", l_histogram}, {NULL, NULL}};
     luaL_setfuncs(L, f, 0);
 }

@@ -66,6 +66,15 @@ do
            math.abs(s.tau - 2) < 0.2, ("err %g (expect %g), tau %g"):format(s.err, naive_blocks, s.tau))
 end
 
+-- histograms
+do
+  local h = carlo.histogram({ 0.1, 0.2, 0.6, 0.99, 1.0, -3 }, { lo = 0, hi = 1, bins = 2 })
+  check.ok("lua/core/histogram", h.counts[1] == 2 and h.counts[2] == 2 and h.below == 1 and
+           h.above == 1 and h.total == 6 and h.width == 0.5)
+  check.raises("lua/core/histogram-range", function() carlo.histogram({}, { lo = 1, hi = 1, bins = 2 }) end,
+               "hi must be")
+end
+
 -- devices
 do
   local d = carlo.devices()
