@@ -1,0 +1,570 @@
+/* codec.c — see codec.h. A DELTA/QUANT block, before deflate, is
+ *   per stream j: u8 mode (0 offset, 1 delta), u8 width (bytes), 6 zero bytes, u64 base
+ *   per stream j: width byte planes of its n_j transformed values (low byte plane first)
+ * where values are first mapped to order-preserving unsigned keys of `bits` bits; mode 0
+ * stores key - base (base = the minimum), mode 1 stores zigzag(key_i - key_i-1) in the
+ * same bits (base = the first key). The choice per stream is whichever sums fewer bits. */
+#include "traj/codec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "core/error.h"
+
+#define STREAM_HEAD 16
+
+int traj_codec_streams(int codec, uint64_t cols)
+{
+    if (codec == TRAJ_CODEC_DELTA || codec == TRAJ_CODEC_QUANT)
+        return cols >= 1 && cols <= TRAJ_MAX_STREAMS ? (int)cols : 1;
+    return 1;
+}
+
+/* ---------- boxes ---------- */
+
+int traj_box_inside(const double box[6], const double r[3])
+{
+    double Lx = box[0], Ly = box[1], Lz = box[2], xy = box[3], xz = box[4], yz = box[5];
+    double z = Lz > 0 ? r[2] : 0;
+    if (Lz > 0) {
+        double s3 = z / Lz;
+        if (!(s3 >= -0.5 && s3 < 0.5))
+            return 0;
+    }
+    double yy = r[1] - yz * z;
+    double s2 = yy / Ly;
+    double s1 = (r[0] - xy * yy - xz * z) / Lx;
+    return s2 >= -0.5 && s2 < 0.5 && s1 >= -0.5 && s1 < 0.5;
+}
+
+void traj_box_wrap(const double box[6], double r[3])
+{
+    double Lx = box[0], Ly = box[1], Lz = box[2], xy = box[3], xz = box[4], yz = box[5];
+    if (Lz > 0) {
+        double k = floor(r[2] / Lz + 0.5);
+        r[0] -= k * xz * Lz;
+        r[1] -= k * yz * Lz;
+        r[2] -= k * Lz;
+    }
+    double z = Lz > 0 ? r[2] : 0;
+    double k = floor((r[1] - yz * z) / Ly + 0.5);
+    r[0] -= k * xy * Ly;
+    r[1] -= k * Ly;
+    double yy = r[1] - yz * z;
+    k = floor((r[0] - xy * yy - xz * z) / Lx + 0.5);
+    r[0] -= k * Lx;
+}
+
+/* ---------- planning ---------- */
+
+static double elem_f(const carlo_chunk *c, size_t i)
+{
+    return c->type == CARLO_F32 ? (double)((const float *)c->data)[i] : ((const double *)c->data)[i];
+}
+
+/* Every value finite and round(x / precision) within the keys' range. */
+static int quant_fits(const carlo_chunk *c, double precision)
+{
+    size_t n = (size_t)(c->rows * c->cols);
+    double limit = (c->type == CARLO_F32 ? 1073741824.0 : 4503599627370496.0) * precision;
+    if (c->type == CARLO_F32) {
+        const float *x = c->data;
+        float lim = (float)(limit * 0.99);
+        int ok = 1;
+        for (size_t i = 0; i < n; i++)
+            ok &= x[i] > -lim && x[i] < lim; /* false for NaN */
+        return ok;
+    }
+    const double *x = c->data;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= x[i] > -limit * 0.99 && x[i] < limit * 0.99;
+    return ok;
+}
+
+static int box_of(const carlo_frame *f, double box[6])
+{
+    const carlo_chunk *b = carlo_frame_find(f, "configuration/box");
+    if (!b || b->rows * b->cols != 6 || (b->type != CARLO_F32 && b->type != CARLO_F64))
+        return 0;
+    for (int i = 0; i < 6; i++) {
+        box[i] = elem_f(b, (size_t)i);
+        if (!isfinite(box[i]))
+            return 0;
+    }
+    return box[0] > 0 && box[1] > 0;
+}
+
+/* Every position inside the box, give or take a margin (a box stored in single precision,
+ * a position a rounding past a face): those are wrapped when decoded; positions further out
+ * (unwrapped trajectories) are left alone by not wrapping the chunk at all. */
+static int all_inside(const carlo_chunk *c, const double box[6], double precision)
+{
+    uint64_t cols = c->cols;
+    double m[3];
+    for (int d = 0; d < 3; d++)
+        m[d] = box[d] > 0 ? precision / box[d] + 1e-6 : 0;
+    int ortho = box[3] == 0 && box[4] == 0 && box[5] == 0;
+    if (ortho) { /* per-axis bounds: cheap */
+        double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
+        for (uint64_t i = 0; i < c->rows; i++)
+            for (uint64_t d = 0; d < cols; d++) {
+                double v = elem_f(c, (size_t)(i * cols + d));
+                if (v < lo[d]) lo[d] = v;
+                if (v > hi[d]) hi[d] = v;
+            }
+        for (uint64_t d = 0; d < cols; d++) {
+            if (d == 2 && !(box[2] > 0))
+                continue;
+            if (c->rows && !(lo[d] >= (-0.5 - m[d]) * box[d] && hi[d] < (0.5 + m[d]) * box[d]))
+                return 0;
+        }
+        return 1;
+    }
+    for (uint64_t i = 0; i < c->rows; i++) {
+        double z = cols == 3 && box[2] > 0 ? elem_f(c, (size_t)(i * cols + 2)) : 0;
+        double yy = elem_f(c, (size_t)(i * cols + 1)) - box[5] * z;
+        double s[3] = {(elem_f(c, (size_t)(i * cols)) - box[3] * yy - box[4] * z) / box[0],
+                       yy / box[1], box[2] > 0 ? z / box[2] : 0};
+        for (int d = 0; d < 3; d++)
+            if (!(s[d] >= -0.5 - m[d] && s[d] < 0.5 + m[d]))
+                return 0;
+    }
+    return 1;
+}
+
+void traj_plan_chunk(const carlo_chunk *c, const carlo_frame *f, double precision, traj_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t es = carlo_dtype_size(c->type);
+    if (c->type == CARLO_U8 || c->type == CARLO_I8)
+        p->codec = TRAJ_CODEC_ZLIB;
+    else if (c->type == CARLO_F32 || c->type == CARLO_F64)
+        p->codec = TRAJ_CODEC_SHUFFLE;
+    else
+        p->codec = TRAJ_CODEC_DELTA;
+    if (p->codec == TRAJ_CODEC_SHUFFLE && precision > 0 && isfinite(precision) &&
+        strcmp(c->name, "particles/position") == 0 && quant_fits(c, precision)) {
+        p->codec = TRAJ_CODEC_QUANT;
+        p->precision = precision;
+        if ((c->cols == 2 || c->cols == 3) && f && box_of(f, p->box) &&
+            all_inside(c, p->box, precision))
+            p->flags |= TRAJ_PAYLOAD_WRAP;
+        else
+            memset(p->box, 0, sizeof p->box);
+    }
+    p->streams = traj_codec_streams(p->codec, c->cols);
+    uint64_t row_bytes = c->cols * es;
+    p->rows_per_block = row_bytes ? TRAJ_BLOCK_BYTES / row_bytes : 1;
+    if (p->rows_per_block < 1)
+        p->rows_per_block = 1;
+    p->nblocks = (c->rows && c->cols) ? (c->rows + p->rows_per_block - 1) / p->rows_per_block : 0;
+}
+
+uint64_t traj_max_raw(int codec, carlo_dtype type, uint64_t stored)
+{
+    uint64_t f = (codec == TRAJ_CODEC_DELTA || codec == TRAJ_CODEC_QUANT) ? carlo_dtype_size(type) : 1;
+    if (stored > UINT64_MAX / (TRAJ_INFLATE_RATIO * 8))
+        return UINT64_MAX;
+    return stored * TRAJ_INFLATE_RATIO * f;
+}
+
+/* ---------- keys ---------- */
+
+static int is_signed(carlo_dtype t)
+{
+    return t == CARLO_I8 || t == CARLO_I16 || t == CARLO_I32 || t == CARLO_I64;
+}
+
+static int key_bits(int codec, carlo_dtype t)
+{
+    if (codec == TRAJ_CODEC_QUANT)
+        return t == CARLO_F32 ? 32 : 64;
+    return (int)carlo_dtype_size(t) * 8;
+}
+
+static uint64_t mask_of(int bits) { return bits == 64 ? UINT64_MAX : (((uint64_t)1 << bits) - 1); }
+
+/* Keys of n elements starting at element `start` with stride `stride`. */
+static void load_keys(const carlo_chunk *c, int codec, double precision, size_t start, size_t stride,
+                      size_t n, uint64_t *key)
+{
+    int bits = key_bits(codec, c->type);
+    uint64_t mask = mask_of(bits), sign = (uint64_t)1 << (bits - 1);
+    const uint8_t *base = c->data;
+    if (codec == TRAJ_CODEC_QUANT) {
+        if (c->type == CARLO_F32) {
+            const float *x = (const float *)base + start;
+            for (size_t i = 0; i < n; i++) {
+                double t = (double)x[i * stride] / precision;
+                int64_t q = (int64_t)(t + (t >= 0 ? 0.5 : -0.5));
+                key[i] = ((uint64_t)q ^ sign) & mask;
+            }
+        } else {
+            const double *x = (const double *)base + start;
+            for (size_t i = 0; i < n; i++) {
+                double t = x[i * stride] / precision;
+                int64_t q = (int64_t)(t + (t >= 0 ? 0.5 : -0.5));
+                key[i] = ((uint64_t)q ^ sign) & mask;
+            }
+        }
+        return;
+    }
+    int sgn = is_signed(c->type);
+#define LOAD(T)                                                                 \
+    do {                                                                        \
+        const T *v = (const T *)base + start;                                   \
+        for (size_t i = 0; i < n; i++)                                          \
+            key[i] = sgn ? (((uint64_t)(int64_t)v[i * stride]) ^ sign) & mask   \
+                         : (uint64_t)v[i * stride];                             \
+    } while (0)
+    switch (c->type) {
+    case CARLO_U8: LOAD(uint8_t); break;
+    case CARLO_I8: LOAD(int8_t); break;
+    case CARLO_U16: LOAD(uint16_t); break;
+    case CARLO_I16: LOAD(int16_t); break;
+    case CARLO_U32: LOAD(uint32_t); break;
+    case CARLO_I32: LOAD(int32_t); break;
+    case CARLO_U64: LOAD(uint64_t); break;
+    case CARLO_I64: LOAD(int64_t); break;
+    default: break;
+    }
+#undef LOAD
+}
+
+static void store_keys(carlo_dtype type, int codec, double precision, const uint64_t *key, size_t n,
+                       void *dst, size_t start, size_t stride)
+{
+    int bits = key_bits(codec, type);
+    uint64_t sign = (uint64_t)1 << (bits - 1);
+    int shift = 64 - bits;
+    if (codec == TRAJ_CODEC_QUANT) {
+        for (size_t i = 0; i < n; i++) {
+            int64_t q = (int64_t)((key[i] ^ sign) << shift) >> shift;
+            double x = (double)q * precision;
+            if (type == CARLO_F32)
+                ((float *)dst)[start + i * stride] = (float)x;
+            else
+                ((double *)dst)[start + i * stride] = x;
+        }
+        return;
+    }
+    int sgn = is_signed(type);
+#define STORE(T)                                                                           \
+    do {                                                                                   \
+        T *v = (T *)dst + start;                                                           \
+        for (size_t i = 0; i < n; i++)                                                     \
+            v[i * stride] = sgn ? (T)((int64_t)((key[i] ^ sign) << shift) >> shift) : (T)key[i]; \
+    } while (0)
+    switch (type) {
+    case CARLO_U8: STORE(uint8_t); break;
+    case CARLO_I8: STORE(int8_t); break;
+    case CARLO_U16: STORE(uint16_t); break;
+    case CARLO_I16: STORE(int16_t); break;
+    case CARLO_U32: STORE(uint32_t); break;
+    case CARLO_I32: STORE(int32_t); break;
+    case CARLO_U64: STORE(uint64_t); break;
+    case CARLO_I64: STORE(int64_t); break;
+    default: break;
+    }
+#undef STORE
+}
+
+static int bitlen(uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
+
+static uint64_t zigzag(uint64_t d, int bits)
+{
+    int shift = 64 - bits;
+    int64_t s = (int64_t)(d << shift) >> shift; /* sign-extend from bits */
+    return ((uint64_t)s << 1) ^ (uint64_t)(s >> 63);
+}
+
+static uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+
+/* Transform keys in place; returns mode, base and width. */
+static void transform(uint64_t *key, size_t n, int bits, uint8_t *mode, uint64_t *base, int *width)
+{
+    uint64_t mask = mask_of(bits);
+    uint64_t mn = UINT64_MAX;
+    long long cost_off = 0, cost_delta = 0;
+    for (size_t i = 0; i < n; i++)
+        if (key[i] < mn)
+            mn = key[i];
+    for (size_t i = 0; i < n; i++) {
+        cost_off += bitlen(key[i] - mn);
+        if (i)
+            cost_delta += bitlen(zigzag((key[i] - key[i - 1]) & mask, bits));
+    }
+    uint64_t mx = 0;
+    if (n && cost_delta < cost_off) {
+        *mode = 1;
+        *base = key[0];
+        uint64_t prev = key[0];
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = key[i];
+            key[i] = zigzag((k - prev) & mask, bits);
+            prev = k;
+            if (key[i] > mx) mx = key[i];
+        }
+    } else {
+        *mode = 0;
+        *base = n ? mn : 0;
+        for (size_t i = 0; i < n; i++) {
+            key[i] -= mn;
+            if (key[i] > mx) mx = key[i];
+        }
+    }
+    int w = (bitlen(mx) + 7) / 8;
+    *width = w < 1 ? 1 : w;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* ---------- blocks ---------- */
+
+static int deflate_all(const uint8_t *in, size_t n, int level, uint8_t **out, size_t *outlen)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, level, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return carlo_seterr("zlib: deflateInit failed");
+    uLong bound = deflateBound(&z, (uLong)n);
+    uint8_t *buf = carlo_malloc(bound, "a compressed block");
+    if (!buf) {
+        deflateEnd(&z);
+        return -1;
+    }
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)n;
+    z.next_out = buf;
+    z.avail_out = (uInt)bound;
+    int rc = deflate(&z, Z_FINISH);
+    *outlen = (size_t)z.total_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(buf);
+        return carlo_seterr("zlib: deflate failed (%d)", rc);
+    }
+    *out = buf;
+    return 0;
+}
+
+int traj_encode_block(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uint64_t r1, int level,
+                      uint8_t **out, size_t *outlen)
+{
+    size_t es = carlo_dtype_size(c->type);
+    size_t n = (size_t)((r1 - r0) * c->cols);
+    const uint8_t *src = (const uint8_t *)c->data + (size_t)(r0 * c->cols) * es;
+    if (p->codec == TRAJ_CODEC_ZLIB)
+        return deflate_all(src, n * es, level, out, outlen);
+    if (p->codec == TRAJ_CODEC_SHUFFLE) {
+        uint8_t *plain = carlo_malloc(n * es, "a block");
+        if (!plain)
+            return -1;
+        for (size_t b = 0; b < es; b++) {
+            uint8_t *dst = plain + b * n;
+            const uint8_t *s = src + b;
+            for (size_t i = 0; i < n; i++)
+                dst[i] = s[i * es];
+        }
+        int rc = deflate_all(plain, n * es, level, out, outlen);
+        free(plain);
+        return rc;
+    }
+    int S = p->streams, bits = key_bits(p->codec, c->type);
+    size_t per = n / (size_t)S;
+    uint64_t *key = carlo_malloc(carlo_mulsize(per ? per : 1, sizeof *key), "block keys");
+    uint8_t *plain = key ? carlo_malloc(STREAM_HEAD * (size_t)S + n * es, "a block") : NULL;
+    if (!plain) {
+        free(key);
+        return -1;
+    }
+    size_t pos = STREAM_HEAD * (size_t)S;
+    for (int j = 0; j < S; j++) {
+        load_keys(c, p->codec, p->precision, (size_t)(r0 * c->cols) + (size_t)j, (size_t)S, per, key);
+        uint8_t mode;
+        uint64_t base;
+        int width;
+        transform(key, per, bits, &mode, &base, &width);
+        uint8_t *h = plain + STREAM_HEAD * (size_t)j;
+        memset(h, 0, STREAM_HEAD);
+        h[0] = mode;
+        h[1] = (uint8_t)width;
+        put64(h + 8, base);
+        for (int b = 0; b < width; b++) {
+            uint8_t *dst = plain + pos;
+            for (size_t i = 0; i < per; i++)
+                dst[i] = (uint8_t)(key[i] >> (8 * b));
+            pos += per;
+        }
+    }
+    free(key);
+    int rc = deflate_all(plain, pos, level, out, outlen);
+    free(plain);
+    return rc;
+}
+
+/* Inflate exactly zlen bytes into exactly want bytes (at most cap). */
+static int inflate_exact(const uint8_t *z, size_t zlen, uint8_t *out, size_t cap, size_t *got,
+                         char *why, size_t whylen)
+{
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    if (inflateInit(&s) != Z_OK) {
+        snprintf(why, whylen, "zlib: inflateInit failed");
+        return -1;
+    }
+    s.next_in = (Bytef *)z;
+    s.avail_in = (uInt)zlen;
+    s.next_out = out;
+    s.avail_out = (uInt)cap;
+    int rc = inflate(&s, Z_FINISH);
+    *got = (size_t)s.total_out;
+    size_t left = s.avail_in;
+    inflateEnd(&s);
+    if (rc == Z_STREAM_END && left == 0)
+        return 0;
+    if (rc == Z_STREAM_END)
+        snprintf(why, whylen, "zlib stream ends %zu bytes early", left);
+    else if (rc == Z_BUF_ERROR && s.avail_out == 0)
+        snprintf(why, whylen, "zlib data decodes to more than the chunk holds");
+    else
+        snprintf(why, whylen, "zlib data corrupt (%s)", s.msg ? s.msg : "truncated");
+    return -1;
+}
+
+int traj_decode_block(carlo_dtype type, uint64_t cols, const traj_plan *p, const uint8_t *z,
+                      size_t zlen, uint64_t r0, uint64_t r1, void *dst, char *why, size_t whylen)
+{
+    size_t es = carlo_dtype_size(type);
+    size_t n = (size_t)((r1 - r0) * cols);
+    uint8_t *dst8 = (uint8_t *)dst + (size_t)(r0 * cols) * es;
+    size_t got;
+    if (p->codec == TRAJ_CODEC_ZLIB) {
+        if (inflate_exact(z, zlen, dst8, n * es, &got, why, whylen))
+            return -1;
+        if (got != n * es) {
+            snprintf(why, whylen, "block decodes to %zu bytes, expected %zu", got, n * es);
+            return -1;
+        }
+        return 0;
+    }
+    int S = p->streams;
+    size_t cap = (p->codec == TRAJ_CODEC_SHUFFLE ? 0 : STREAM_HEAD * (size_t)S) + n * es;
+    uint8_t *plain = malloc(cap ? cap : 1);
+    if (!plain) {
+        snprintf(why, whylen, "out of host memory: %zu bytes asked for a block", cap);
+        return -1;
+    }
+    if (inflate_exact(z, zlen, plain, cap, &got, why, whylen)) {
+        free(plain);
+        return -1;
+    }
+    if (p->codec == TRAJ_CODEC_SHUFFLE) {
+        if (got != n * es) {
+            snprintf(why, whylen, "block decodes to %zu bytes, expected %zu", got, n * es);
+            free(plain);
+            return -1;
+        }
+        for (size_t b = 0; b < es; b++) {
+            const uint8_t *s = plain + b * n;
+            uint8_t *d = dst8 + b;
+            for (size_t i = 0; i < n; i++)
+                d[i * es] = s[i];
+        }
+        free(plain);
+        return 0;
+    }
+    int bits = key_bits(p->codec, type);
+    uint64_t mask = mask_of(bits);
+    size_t per = n / (size_t)S, want = STREAM_HEAD * (size_t)S;
+    if (got < want) {
+        snprintf(why, whylen, "block too short for its stream headers");
+        free(plain);
+        return -1;
+    }
+    for (int j = 0; j < S; j++) {
+        const uint8_t *h = plain + STREAM_HEAD * (size_t)j;
+        if (h[0] > 1 || h[1] < 1 || h[1] > bits / 8) {
+            snprintf(why, whylen, "bad stream header (mode %d, width %d)", h[0], h[1]);
+            free(plain);
+            return -1;
+        }
+        want += (size_t)h[1] * per;
+    }
+    if (got != want) {
+        snprintf(why, whylen, "block decodes to %zu bytes, its headers say %zu", got, want);
+        free(plain);
+        return -1;
+    }
+    uint64_t *key = malloc((per ? per : 1) * sizeof *key);
+    if (!key) {
+        snprintf(why, whylen, "out of host memory: %zu bytes asked for block keys", per * 8);
+        free(plain);
+        return -1;
+    }
+    size_t pos = STREAM_HEAD * (size_t)S;
+    for (int j = 0; j < S; j++) {
+        const uint8_t *h = plain + STREAM_HEAD * (size_t)j;
+        int width = h[1];
+        uint64_t base = get64(h + 8) & mask;
+        memset(key, 0, per * sizeof *key);
+        for (int b = 0; b < width; b++) {
+            const uint8_t *s = plain + pos;
+            for (size_t i = 0; i < per; i++)
+                key[i] |= (uint64_t)s[i] << (8 * b);
+            pos += per;
+        }
+        if (h[0] == 1) {
+            uint64_t prev = base;
+            for (size_t i = 0; i < per; i++) {
+                prev = (prev + unzigzag(key[i])) & mask;
+                key[i] = prev;
+            }
+        } else {
+            for (size_t i = 0; i < per; i++)
+                key[i] = (key[i] + base) & mask;
+        }
+        store_keys(type, p->codec, p->precision, key, per, dst, (size_t)(r0 * cols) + (size_t)j,
+                   (size_t)S);
+    }
+    free(key);
+    free(plain);
+    if (p->codec == TRAJ_CODEC_QUANT && (p->flags & TRAJ_PAYLOAD_WRAP) && (cols == 2 || cols == 3)) {
+        /* rounding to the grid may carry a position just past the upper face: wrap it back,
+         * re-checking after the rounding to the element type */
+        for (uint64_t i = r0; i < r1; i++) {
+            for (int pass = 0; pass < 3; pass++) {
+                double r[3] = {0, 0, 0};
+                for (uint64_t d = 0; d < cols; d++)
+                    r[d] = type == CARLO_F32 ? (double)((float *)dst)[i * cols + d]
+                                             : ((double *)dst)[i * cols + d];
+                if (traj_box_inside(p->box, r))
+                    break;
+                traj_box_wrap(p->box, r);
+                for (uint64_t d = 0; d < cols; d++) {
+                    if (type == CARLO_F32)
+                        ((float *)dst)[i * cols + d] = (float)r[d];
+                    else
+                        ((double *)dst)[i * cols + d] = r[d];
+                }
+            }
+        }
+    }
+    return 0;
+}
