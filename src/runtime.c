@@ -11,6 +11,7 @@
 #include "core/core_lua.h"
 #include "core/device.h"
 #include "potts/potts_lua.h"
+#include "traj/traj_lua.h"
 #include "runtime.h"
 
 #define CARLO_VERSION "0.1.0"
@@ -22,6 +23,7 @@ static void (*const openers[])(lua_State *L) = {
     carlo_array_open,
     carlo_core_lua_open,
     potts_lua_open,
+    traj_lua_open,
 };
 
 struct carlo_lua_source {
