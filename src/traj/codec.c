@@ -337,31 +337,112 @@ static uint64_t get64(const uint8_t *p)
 
 /* ---------- blocks ---------- */
 
-static int deflate_all(const uint8_t *in, size_t n, int level, uint8_t **out, size_t *outlen)
+/* Bits per byte of a plane, from its histogram. */
+static double plane_entropy(const uint8_t *p, size_t n)
 {
+    size_t h[256] = {0};
+    for (size_t i = 0; i < n; i++)
+        h[p[i]]++;
+    double e = 0;
+    for (int v = 0; v < 256; v++)
+        if (h[v]) {
+            double q = (double)h[v] / (double)n;
+            e -= q * log2(q);
+        }
+    return e;
+}
+
+typedef struct zout {
     z_stream z;
-    memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, level, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    uint8_t *buf;
+    size_t cap;
+} zout;
+
+/* Deflate more input, growing the output buffer as needed. */
+static int zout_feed(zout *o, const uint8_t *in, size_t n, int flush)
+{
+    o->z.next_in = (Bytef *)in;
+    o->z.avail_in = (uInt)n;
+    for (;;) {
+        if (o->z.avail_out == 0) {
+            size_t used = o->cap, cap = o->cap * 2;
+            uint8_t *nb = realloc(o->buf, cap);
+            if (!nb)
+                return carlo_seterr("out of host memory: %zu bytes asked for a compressed block", cap);
+            o->buf = nb;
+            o->cap = cap;
+            o->z.next_out = nb + used;
+            o->z.avail_out = (uInt)(cap - used);
+        }
+        int rc = deflate(&o->z, flush);
+        if (rc == Z_STREAM_END)
+            return 0;
+        if (rc != Z_OK && rc != Z_BUF_ERROR)
+            return carlo_seterr("zlib: deflate failed (%d)", rc);
+        if (o->z.avail_in == 0 && flush == Z_NO_FLUSH)
+            return 0;
+        if (rc == Z_BUF_ERROR && o->z.avail_out != 0)
+            return carlo_seterr("zlib: deflate made no progress");
+    }
+}
+
+/* Deflate `parts` consecutive pieces as one zlib stream, each with its own parameters:
+ * level 0 (stored) for a piece that looks random, RLE for filtered integers and lattices
+ * (fast, and as small as LZ77 on them), LZ77 at `level` for the other float planes. */
+static int deflate_parts(const uint8_t *in, const size_t *len, const int *kind, int parts, int level,
+                         uint8_t **out, size_t *outlen)
+{
+    zout o;
+    memset(&o, 0, sizeof o);
+    size_t total = 0;
+    for (int i = 0; i < parts; i++)
+        total += len[i];
+    if (deflateInit2(&o.z, level, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK)
         return carlo_seterr("zlib: deflateInit failed");
-    uLong bound = deflateBound(&z, (uLong)n);
-    uint8_t *buf = carlo_malloc(bound, "a compressed block");
-    if (!buf) {
-        deflateEnd(&z);
+    o.cap = total + total / 64 + 256;
+    o.buf = malloc(o.cap);
+    if (!o.buf) {
+        deflateEnd(&o.z);
+        return carlo_seterr("out of host memory: %zu bytes asked for a compressed block", o.cap);
+    }
+    o.z.next_out = o.buf;
+    o.z.avail_out = (uInt)o.cap;
+    int cur_level = level, cur_strategy = Z_RLE, rc = 0;
+    for (int i = 0; i < parts && !rc; i++) {
+        int want_level = level, want_strategy = Z_RLE;
+        double e = len[i] >= 4096 ? plane_entropy(in, len[i]) : 0;
+        if (e > 7.9)
+            want_level = 0;
+        else if (kind[i] == 1 && e < 5) /* exponents and signs: repeats worth LZ77 */
+            want_strategy = Z_DEFAULT_STRATEGY;
+        if (want_level != cur_level || want_strategy != cur_strategy) {
+            if (o.z.avail_out < 64)
+                rc = zout_feed(&o, NULL, 0, Z_BLOCK);
+            if (!rc && deflateParams(&o.z, want_level, want_strategy) != Z_OK)
+                rc = carlo_seterr("zlib: deflateParams failed");
+            cur_level = want_level;
+            cur_strategy = want_strategy;
+        }
+        if (!rc)
+            rc = zout_feed(&o, in, len[i], Z_NO_FLUSH);
+        in += len[i];
+    }
+    if (!rc)
+        rc = zout_feed(&o, NULL, 0, Z_FINISH);
+    *outlen = (size_t)o.z.total_out;
+    deflateEnd(&o.z);
+    if (rc) {
+        free(o.buf);
         return -1;
     }
-    z.next_in = (Bytef *)in;
-    z.avail_in = (uInt)n;
-    z.next_out = buf;
-    z.avail_out = (uInt)bound;
-    int rc = deflate(&z, Z_FINISH);
-    *outlen = (size_t)z.total_out;
-    deflateEnd(&z);
-    if (rc != Z_STREAM_END) {
-        free(buf);
-        return carlo_seterr("zlib: deflate failed (%d)", rc);
-    }
-    *out = buf;
+    *out = o.buf;
     return 0;
+}
+
+static int deflate_all(const uint8_t *in, size_t n, int level, uint8_t **out, size_t *outlen)
+{
+    int kind = 0;
+    return deflate_parts(in, &n, &kind, 1, level, out, outlen);
 }
 
 int traj_encode_block(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uint64_t r1, int level,
@@ -376,13 +457,17 @@ int traj_encode_block(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uin
         uint8_t *plain = carlo_malloc(n * es, "a block");
         if (!plain)
             return -1;
+        size_t len[8];
+        int kind[8];
         for (size_t b = 0; b < es; b++) {
             uint8_t *dst = plain + b * n;
             const uint8_t *s = src + b;
             for (size_t i = 0; i < n; i++)
                 dst[i] = s[i * es];
+            len[b] = n;
+            kind[b] = 1;
         }
-        int rc = deflate_all(plain, n * es, level, out, outlen);
+        int rc = deflate_parts(plain, len, kind, (int)es, level, out, outlen);
         free(plain);
         return rc;
     }
@@ -395,6 +480,9 @@ int traj_encode_block(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uin
         return -1;
     }
     size_t pos = STREAM_HEAD * (size_t)S;
+    size_t len[1 + TRAJ_MAX_STREAMS * 8];
+    int kind[1 + TRAJ_MAX_STREAMS * 8] = {0}, parts = 1;
+    len[0] = pos;
     for (int j = 0; j < S; j++) {
         load_keys(c, p->codec, p->precision, (size_t)(r0 * c->cols) + (size_t)j, (size_t)S, per, key);
         uint8_t mode;
@@ -411,10 +499,11 @@ int traj_encode_block(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uin
             for (size_t i = 0; i < per; i++)
                 dst[i] = (uint8_t)(key[i] >> (8 * b));
             pos += per;
+            len[parts++] = per;
         }
     }
     free(key);
-    int rc = deflate_all(plain, pos, level, out, outlen);
+    int rc = deflate_parts(plain, len, kind, parts, level, out, outlen);
     free(plain);
     return rc;
 }
