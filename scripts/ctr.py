@@ -33,8 +33,8 @@ FRAME_MAGIC, TAIL_MAGIC = b"CFRM", b"CEND"
 INDEX_MAGIC, FOOTER_MAGIC = b"CIDX", b"CTRX"
 FOOTER, INDEX_HEAD, INDEX_ENTRY = 32, 16, 32
 HAS_STEP, WRAP = 1, 1
-ZLIB, SHUFFLE, DELTA, QUANT = 0, 1, 2, 3
-CODECS = ["zlib", "shuffle", "delta", "quantized"]
+ZLIB, SHUFFLE, DELTA, QUANT, NIBBLE = 0, 1, 2, 3, 4
+CODECS = ["zlib", "shuffle", "delta", "quantized", "nibble"]
 DTYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64,
           np.float32, np.float64]
 MAX_STREAMS = 16
@@ -81,9 +81,9 @@ def _box_wrap(box, r):
 
 
 def _streams(codec, cols):
-    if codec in (DELTA, QUANT):
-        return cols if 1 <= cols <= MAX_STREAMS else 1
-    return 1
+    if codec == ZLIB:
+        return 1
+    return cols if 1 <= cols <= MAX_STREAMS else 1
 
 
 def _decode_block(codec, dtype, cols, rows, precision, raw):
@@ -94,11 +94,21 @@ def _decode_block(codec, dtype, cols, rows, precision, raw):
         if len(raw) != n * es:
             raise ValueError("block decodes to %d bytes, expected %d" % (len(raw), n * es))
         return np.frombuffer(raw, dtype=dtype).copy()
+    if codec == NIBBLE:
+        if len(raw) != (n + 1) // 2:
+            raise ValueError("block decodes to %d bytes, expected %d" % (len(raw), (n + 1) // 2))
+        b = np.frombuffer(raw, np.uint8)
+        out = np.empty(2 * len(b), np.uint8)
+        out[0::2] = b & 15
+        out[1::2] = b >> 4
+        return out[:n].astype(dtype)
     if codec == SHUFFLE:
         if len(raw) != n * es:
             raise ValueError("block decodes to %d bytes, expected %d" % (len(raw), n * es))
-        planes = np.frombuffer(raw, np.uint8).reshape(es, n)
-        return np.ascontiguousarray(planes.T).view(dtype).reshape(n).copy()
+        S = _streams(codec, cols)
+        planes = np.frombuffer(raw, np.uint8).reshape(S, es, n // S)
+        # element i of stream j is element i * S + j of the block
+        return np.ascontiguousarray(planes.transpose(2, 0, 1)).view(dtype).reshape(n).copy()
     bits = (32 if dtype == np.float32 else 64) if codec == QUANT else es * 8
     mask = np.uint64((1 << bits) - 1)
     sign = np.uint64(1 << (bits - 1))
@@ -280,7 +290,7 @@ class CtrFile:
             typ, codec = e[64], e[65]
             crc, rows, cols, coff, stored = struct.unpack_from("<IQQQQ", e, 68)
             precision = struct.unpack_from("<d", e, 104)[0]
-            if typ >= len(DTYPES) or codec > QUANT or coff + stored > length - TAIL:
+            if typ >= len(DTYPES) or codec > NIBBLE or coff + stored > length - TAIL:
                 raise CtrError("%s, chunk '%s': corrupt table entry" % (where, name))
             chunks.append(dict(name=name, dtype=DTYPES[typ], codec=codec, crc=crc, rows=rows,
                                cols=cols, offset=off + coff, stored=stored, precision=precision))

@@ -11,11 +11,14 @@
 
 enum {
     TRAJ_CODEC_ZLIB = 0,    /* bytes as they are (u8, i8) */
-    TRAJ_CODEC_SHUFFLE = 1, /* floats: byte planes (all first bytes, then all second bytes...) */
+    TRAJ_CODEC_SHUFFLE = 1, /* floats: per stream, byte planes (all first bytes, then all second
+                               bytes...) */
     TRAJ_CODEC_DELTA = 2,   /* integers: per stream, offset from the minimum or delta from the
                                previous element (whichever is smaller), zigzag, byte planes */
     TRAJ_CODEC_QUANT = 3,   /* floats: round(x / precision) as integers, then as DELTA */
-    TRAJ_NCODECS = 4
+    TRAJ_CODEC_NIBBLE = 4,  /* u8 values below 16 (Potts states): two per byte, first in the
+                               low half */
+    TRAJ_NCODECS = 5
 };
 
 #define TRAJ_PAYLOAD_WRAP 1u /* QUANT: decoded positions are wrapped into the stored box */
@@ -29,7 +32,7 @@ enum {
 
 typedef struct traj_plan {
     int codec;
-    int streams;        /* DELTA/QUANT: 1, or cols when cols <= TRAJ_MAX_STREAMS */
+    int streams;        /* 1, or cols when cols <= TRAJ_MAX_STREAMS (not for ZLIB) */
     uint32_t flags;     /* TRAJ_PAYLOAD_WRAP */
     double precision;   /* QUANT */
     double box[6];      /* WRAP: Lx Ly Lz xy xz yz */

@@ -991,7 +991,7 @@ static int check_entry(traj_file *t, uint64_t k, int i, const uint8_t *e, uint64
     if (type >= CARLO_NTYPES)
         why = "unknown element type";
     else if (codec >= TRAJ_NCODECS || (codec == TRAJ_CODEC_DELTA && is_float) ||
-             (codec == TRAJ_CODEC_QUANT && !is_float))
+             (codec == TRAJ_CODEC_QUANT && !is_float) || (codec == TRAJ_CODEC_NIBBLE && type != CARLO_U8))
         why = "unknown codec for its type";
     else if (c->info.rows > ((uint64_t)1 << 48) || c->info.cols > ((uint64_t)1 << 48) ||
              __builtin_mul_overflow(c->info.rows, c->info.cols, &n) ||

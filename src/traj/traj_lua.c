@@ -391,7 +391,7 @@ static int l_frame(lua_State *L)
     return 1;
 }
 
-static const char *const CODECS[] = {"zlib", "shuffle", "delta", "quantized"};
+static const char *const CODECS[] = {"zlib", "shuffle", "delta", "quantized", "nibble"};
 
 /* tr:info(k) -> { frame =, step =, names = {...}, chunks = { name = { type, rows, cols,
  * precision, codec } } } */

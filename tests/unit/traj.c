@@ -113,6 +113,14 @@ static void make_frame(carlo_frame *f, int k)
         carlo_frame_add_owned(f, name, types[t], sh[0], sh[1], d);
     }
     carlo_frame_add_string(f, "log/comment", "hello");
+    /* states below 16: packed two per byte when neighbours differ, bytes when they repeat */
+    uint8_t *st = malloc(37 * 11), *dom = malloc(37 * 11);
+    for (int i = 0; i < 37 * 11; i++) {
+        st[i] = (uint8_t)(rnd() % 9);
+        dom[i] = (uint8_t)((i / 50 + k) % 5);
+    }
+    carlo_frame_add_owned(f, "lattice/states", CARLO_U8, 37, 11, st);
+    carlo_frame_add_owned(f, "lattice/domains", CARLO_U8, 37, 11, dom);
 }
 
 static int frames_equal(const carlo_frame *a, const carlo_frame *b, char *why, size_t n)

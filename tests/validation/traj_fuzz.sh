@@ -47,6 +47,8 @@ tr:write { ["configuration/box"] = { 10, 10, 10, 0, 0, 0 }, ["particles/position
 tr:close()
 local sys = carlo.potts{ L = 4, q = 3, T = 1, seed = 1, device = "cpu" }
 sys:save(D .. "checkpoint.ctr")
+local big = carlo.potts{ L = 20, q = 9, T = 2, seed = 1, device = "cpu" } -- packed states
+big:save(D .. "nibble.ctr")
 tr = carlo.trajectory(D .. "potts.ctr", "w", { threads = 0 })
 sys:run{ sweeps = 3, every = 1, trajectory = tr }
 tr:close()
