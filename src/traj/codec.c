@@ -78,113 +78,29 @@ static int box_of(const carlo_frame *f, double box[6])
     return box[0] > 0 && box[1] > 0;
 }
 
-/* One pass over the positions: every value finite and round(x / p) within the keys' range
- * (else 0: stored exactly); 2 when, besides, every position is inside the box, give or take
- * a margin (a box stored in single precision, a position a rounding past a face): those are
- * wrapped when decoded. Positions further out (unwrapped trajectories) are left alone by not
- * wrapping the chunk at all. */
-static int quant_check(const carlo_chunk *c, double precision, const double *box)
-{
-    uint64_t cols = c->cols, rows = c->rows;
-    double limit = (c->type == CARLO_F32 ? 1073741824.0 : 4503599627370496.0) * precision * 0.99;
-    double lo[TRAJ_MAX_STREAMS], hi[TRAJ_MAX_STREAMS];
-    if (cols > TRAJ_MAX_STREAMS || cols == 0)
-        return 0;
-    for (uint64_t d = 0; d < cols; d++) {
-        lo[d] = limit;
-        hi[d] = -limit;
-    }
-    int finite = 1;
-    if (c->type == CARLO_F32) {
-        const float *x = c->data;
-        for (uint64_t i = 0; i < rows; i++)
-            for (uint64_t d = 0; d < cols; d++) {
-                double v = x[i * cols + d];
-                finite &= v == v;
-                lo[d] = v < lo[d] ? v : lo[d];
-                hi[d] = v > hi[d] ? v : hi[d];
-            }
-    } else {
-        const double *x = c->data;
-        for (uint64_t i = 0; i < rows; i++)
-            for (uint64_t d = 0; d < cols; d++) {
-                double v = x[i * cols + d];
-                finite &= v == v;
-                lo[d] = v < lo[d] ? v : lo[d];
-                hi[d] = v > hi[d] ? v : hi[d];
-            }
-    }
-    for (uint64_t d = 0; d < cols; d++)
-        if (!finite || !(lo[d] > -limit && hi[d] < limit))
-            return 0;
-    if (!box || (cols != 2 && cols != 3) || rows == 0)
-        return 1;
-    double m[3];
-    for (int d = 0; d < 3; d++)
-        m[d] = box[d] > 0 ? precision / box[d] + 1e-6 : 0;
-    if (box[3] == 0 && box[4] == 0 && box[5] == 0) { /* orthorhombic: the bounds decide */
-        for (uint64_t d = 0; d < cols; d++) {
-            if (d == 2 && !(box[2] > 0))
-                continue;
-            if (!(lo[d] >= (-0.5 - m[d]) * box[d] && hi[d] < (0.5 + m[d]) * box[d]))
-                return 1;
-        }
-        return 2;
-    }
-    for (uint64_t i = 0; i < rows; i++) {
-        double z = cols == 3 && box[2] > 0 ? elem_f(c, (size_t)(i * cols + 2)) : 0;
-        double yy = elem_f(c, (size_t)(i * cols + 1)) - box[5] * z;
-        double s3[3] = {(elem_f(c, (size_t)(i * cols)) - box[3] * yy - box[4] * z) / box[0],
-                        yy / box[1], box[2] > 0 ? z / box[2] : 0};
-        for (int d = 0; d < 3; d++)
-            if (!(s3[d] >= -0.5 - m[d] && s3[d] < 0.5 + m[d]))
-                return 1;
-    }
-    return 2;
-}
+enum { CAND_NONE, CAND_NIBBLE, CAND_QUANT };
 
-/* Two states per byte for u8 values below 16, unless neighbours mostly repeat (ordered
- * domains), where runs of whole bytes deflate better (measured on Potts lattices: packing
- * wins above about 60% equal neighbours and loses below). */
-static int nibble_pays(const carlo_chunk *c)
-{
-    const uint8_t *v = c->data;
-    size_t n = (size_t)(c->rows * c->cols);
-    uint8_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        m |= v[i]; /* an upper bound of the maximum, all the test needs */
-    if (m >= 16)
-        return 0;
-    size_t stride = n / 65536 + 1, same = 0, tried = 0;
-    for (size_t i = 1; i < n; i += stride, tried++)
-        same += v[i] == v[i - 1];
-    return same * 10 < tried * 6;
-}
-
-void traj_plan_chunk(const carlo_chunk *c, const carlo_frame *f, double precision, traj_plan *p)
+int traj_plan_begin(const carlo_chunk *c, const carlo_frame *f, double precision, traj_plan *p)
 {
     memset(p, 0, sizeof *p);
     size_t es = carlo_dtype_size(c->type);
-    if (c->type == CARLO_U8 && c->rows * c->cols >= 64 && nibble_pays(c))
-        p->codec = TRAJ_CODEC_NIBBLE;
-    else if (c->type == CARLO_U8 || c->type == CARLO_I8)
+    uint64_t n = c->rows * c->cols;
+    if (c->type == CARLO_U8 || c->type == CARLO_I8)
         p->codec = TRAJ_CODEC_ZLIB;
     else if (c->type == CARLO_F32 || c->type == CARLO_F64)
         p->codec = TRAJ_CODEC_SHUFFLE;
     else
         p->codec = TRAJ_CODEC_DELTA;
-    if (p->codec == TRAJ_CODEC_SHUFFLE && precision > 0 && isfinite(precision) &&
-        strcmp(c->name, "particles/position") == 0) {
-        int has_box = f && box_of(f, p->box);
-        int q = quant_check(c, precision, has_box ? p->box : NULL);
-        if (q) {
-            p->codec = TRAJ_CODEC_QUANT;
-            p->precision = precision;
-        }
-        if (q == 2)
+    if (c->type == CARLO_U8 && n >= 64) {
+        p->candidate = CAND_NIBBLE;
+        p->sample_stride = n / 65536 + 1;
+    } else if (p->codec == TRAJ_CODEC_SHUFFLE && precision > 0 && isfinite(precision) &&
+               strcmp(c->name, "particles/position") == 0 && c->cols >= 1 &&
+               c->cols <= TRAJ_MAX_STREAMS) {
+        p->candidate = CAND_QUANT;
+        p->precision = precision;
+        if ((c->cols == 2 || c->cols == 3) && f && box_of(f, p->box))
             p->flags |= TRAJ_PAYLOAD_WRAP;
-        else
-            memset(p->box, 0, sizeof p->box);
     }
     p->streams = traj_codec_streams(p->codec, c->cols);
     uint64_t row_bytes = c->cols * es;
@@ -192,6 +108,163 @@ void traj_plan_chunk(const carlo_chunk *c, const carlo_frame *f, double precisio
     if (p->rows_per_block < 1)
         p->rows_per_block = 1;
     p->nblocks = (c->rows && c->cols) ? (c->rows + p->rows_per_block - 1) / p->rows_per_block : 0;
+    return p->candidate != CAND_NONE && p->nblocks > 0;
+}
+
+/* Margins of the box test: a box stored in single precision, or a position a rounding past
+ * a face, still counts as inside (decoding wraps it in); positions further out (unwrapped
+ * trajectories) leave the whole chunk unwrapped. */
+static void box_margin(const traj_plan *p, double m[3])
+{
+    for (int d = 0; d < 3; d++)
+        m[d] = p->box[d] > 0 ? p->precision / p->box[d] + 1e-6 : 0;
+}
+
+void traj_block_stats_get(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uint64_t r1,
+                          traj_block_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    uint64_t cols = c->cols;
+    if (p->candidate == CAND_NIBBLE) {
+        const uint8_t *v = c->data;
+        size_t from = (size_t)(r0 * cols), to = (size_t)(r1 * cols), st = (size_t)p->sample_stride;
+        uint8_t m = 0;
+        for (size_t i = from; i < to; i++)
+            m |= v[i]; /* an upper bound of the maximum, all the test needs */
+        s->bits = m;
+        size_t i = (from + st - 1) / st * st;
+        if (i == 0)
+            i = st;
+        for (; i < to; i += st, s->tried++)
+            s->same += v[i] == v[i - 1];
+        return;
+    }
+    if (p->candidate != CAND_QUANT)
+        return;
+    s->finite = 1;
+    for (uint64_t d = 0; d < cols; d++) {
+        s->lo[d] = INFINITY;
+        s->hi[d] = -INFINITY;
+    }
+    int finite = 1;
+#define SCAN(T)                                                        \
+    do {                                                               \
+        const T *x = c->data;                                          \
+        for (uint64_t i = r0; i < r1; i++)                             \
+            for (uint64_t d = 0; d < cols; d++) {                      \
+                double v = x[i * cols + d];                            \
+                finite &= v == v;                                      \
+                s->lo[d] = v < s->lo[d] ? v : s->lo[d];                \
+                s->hi[d] = v > s->hi[d] ? v : s->hi[d];                \
+            }                                                          \
+    } while (0)
+    if (c->type == CARLO_F32)
+        SCAN(float);
+    else
+        SCAN(double);
+#undef SCAN
+    s->finite = finite;
+    const double *box = p->box;
+    if ((p->flags & TRAJ_PAYLOAD_WRAP) && !(box[3] == 0 && box[4] == 0 && box[5] == 0)) {
+        double m[3];
+        box_margin(p, m);
+        for (uint64_t i = r0; i < r1; i++) { /* triclinic: in box coordinates */
+            double z = cols == 3 && box[2] > 0 ? elem_f(c, (size_t)(i * cols + 2)) : 0;
+            double yy = elem_f(c, (size_t)(i * cols + 1)) - box[5] * z;
+            double f3[3] = {(elem_f(c, (size_t)(i * cols)) - box[3] * yy - box[4] * z) / box[0],
+                            yy / box[1], box[2] > 0 ? z / box[2] : 0};
+            for (int d = 0; d < 3; d++)
+                if (!(f3[d] >= -0.5 - m[d] && f3[d] < 0.5 + m[d])) {
+                    s->outside++;
+                    break;
+                }
+        }
+    }
+}
+
+void traj_plan_finish(const carlo_chunk *c, traj_plan *p, const traj_block_stats *s, uint64_t n)
+{
+    if (p->candidate == CAND_NIBBLE) {
+        /* two states per byte for values below 16, unless neighbours mostly repeat (ordered
+         * domains), where runs of whole bytes deflate better (measured on Potts lattices:
+         * packing wins below about 60% equal neighbours and loses above) */
+        uint8_t bits = 0;
+        uint64_t same = 0, tried = 0;
+        for (uint64_t b = 0; b < n; b++) {
+            bits |= s[b].bits;
+            same += s[b].same;
+            tried += s[b].tried;
+        }
+        if (bits < 16 && same * 10 < tried * 6)
+            p->codec = TRAJ_CODEC_NIBBLE;
+    } else if (p->candidate == CAND_QUANT) {
+        /* every value finite and round(x / p) within the keys' range, else stored exactly */
+        double limit = (c->type == CARLO_F32 ? 1073741824.0 : 4503599627370496.0) * p->precision * 0.99;
+        double lo[TRAJ_MAX_STREAMS], hi[TRAJ_MAX_STREAMS];
+        int ok = 1;
+        uint64_t outside = 0;
+        for (uint64_t d = 0; d < c->cols; d++) {
+            lo[d] = INFINITY;
+            hi[d] = -INFINITY;
+        }
+        for (uint64_t b = 0; b < n; b++) {
+            ok &= s[b].finite;
+            outside += s[b].outside;
+            for (uint64_t d = 0; d < c->cols; d++) {
+                lo[d] = s[b].lo[d] < lo[d] ? s[b].lo[d] : lo[d];
+                hi[d] = s[b].hi[d] > hi[d] ? s[b].hi[d] : hi[d];
+            }
+        }
+        for (uint64_t d = 0; d < c->cols; d++)
+            ok &= lo[d] > -limit && hi[d] < limit;
+        if (!ok) {
+            p->precision = 0;
+            p->flags = 0;
+            memset(p->box, 0, sizeof p->box);
+            return;
+        }
+        p->codec = TRAJ_CODEC_QUANT;
+        p->streams = traj_codec_streams(p->codec, c->cols);
+        if (p->flags & TRAJ_PAYLOAD_WRAP) {
+            const double *box = p->box;
+            int inside = outside == 0;
+            if (box[3] == 0 && box[4] == 0 && box[5] == 0) { /* orthorhombic: bounds decide */
+                double m[3];
+                box_margin(p, m);
+                for (uint64_t d = 0; d < c->cols; d++)
+                    if (!(d == 2 && !(box[2] > 0)) &&
+                        !(lo[d] >= (-0.5 - m[d]) * box[d] && hi[d] < (0.5 + m[d]) * box[d]))
+                        inside = 0;
+            }
+            if (!inside) {
+                p->flags &= ~TRAJ_PAYLOAD_WRAP;
+                memset(p->box, 0, sizeof p->box);
+            }
+        }
+    }
+}
+
+void traj_plan_chunk(const carlo_chunk *c, const carlo_frame *f, double precision, traj_plan *p)
+{
+    if (!traj_plan_begin(c, f, precision, p)) {
+        p->precision = 0;
+        p->flags = 0;
+        memset(p->box, 0, sizeof p->box);
+        return;
+    }
+    traj_block_stats *s = calloc((size_t)p->nblocks, sizeof *s);
+    if (!s) { /* out of memory: plan for exact storage */
+        p->precision = 0;
+        p->flags = 0;
+        memset(p->box, 0, sizeof p->box);
+        return;
+    }
+    for (uint64_t b = 0; b < p->nblocks; b++) {
+        uint64_t r0 = b * p->rows_per_block, r1 = r0 + p->rows_per_block;
+        traj_block_stats_get(c, p, r0, r1 < c->rows ? r1 : c->rows, &s[b]);
+    }
+    traj_plan_finish(c, p, s, p->nblocks);
+    free(s);
 }
 
 uint64_t traj_max_raw(int codec, carlo_dtype type, uint64_t stored)

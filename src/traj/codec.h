@@ -32,6 +32,8 @@ enum {
 
 typedef struct traj_plan {
     int codec;
+    int candidate;      /* planning: a codec that needs the data's statistics */
+    uint64_t sample_stride;
     int streams;        /* 1, or cols when cols <= TRAJ_MAX_STREAMS (not for ZLIB) */
     uint32_t flags;     /* TRAJ_PAYLOAD_WRAP */
     double precision;   /* QUANT */
@@ -44,7 +46,22 @@ int traj_codec_streams(int codec, uint64_t cols);
 
 /* Choose the codec of chunk c of frame f (precision > 0: quantize particles/position when
  * every value is finite and fits the grid; with a box in f and every position inside it,
- * decoded positions are wrapped back into the box). */
+ * decoded positions are wrapped back into the box; u8 values below 16 are packed two per
+ * byte unless neighbours mostly repeat). In three steps so that threads share the pass over
+ * the data: begin (returns 1 when statistics of each block are needed), the statistics of
+ * each block, finish; traj_plan_chunk does all three. */
+typedef struct traj_block_stats {
+    double lo[TRAJ_MAX_STREAMS], hi[TRAJ_MAX_STREAMS];
+    int finite;
+    uint64_t outside;
+    uint8_t bits;
+    uint64_t same, tried;
+} traj_block_stats;
+
+int traj_plan_begin(const carlo_chunk *c, const carlo_frame *f, double precision, traj_plan *p);
+void traj_block_stats_get(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uint64_t r1,
+                          traj_block_stats *s);
+void traj_plan_finish(const carlo_chunk *c, traj_plan *p, const traj_block_stats *s, uint64_t nblocks);
 void traj_plan_chunk(const carlo_chunk *c, const carlo_frame *f, double precision, traj_plan *p);
 
 /* Encode rows [r0, r1) of c as one zlib stream in *out (malloc'd, *outlen bytes). */

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -384,19 +386,28 @@ static int load(traj_file *t, uint64_t size)
 
 typedef struct enc_task {
     int chunk;
-    uint64_t r0, r1;
+    uint64_t block, r0, r1;
     uint8_t *z;
     size_t zlen;
+    uint32_t crc;
     int failed;
     char why[200];
 } enc_task;
 
 typedef struct enc_ctx {
     const carlo_frame *f;
-    const traj_plan *plan;
+    traj_plan *plan;
     enc_task *task;
+    traj_block_stats *stats;
     int level;
 } enc_ctx;
+
+static void stats_task(void *arg, size_t i)
+{
+    enc_ctx *c = arg;
+    enc_task *k = &c->task[i];
+    traj_block_stats_get(&c->f->chunk[k->chunk], &c->plan[k->chunk], k->r0, k->r1, &c->stats[i]);
+}
 
 static void encode_task(void *arg, size_t i)
 {
@@ -406,7 +417,9 @@ static void encode_task(void *arg, size_t i)
     if (traj_encode_block(ch, &c->plan[k->chunk], k->r0, k->r1, c->level, &k->z, &k->zlen)) {
         k->failed = 1;
         snprintf(k->why, sizeof k->why, "%s", carlo_errmsg());
+        return;
     }
+    k->crc = (uint32_t)crc32(0, k->z, (uInt)k->zlen);
 }
 
 static size_t payload_head_bytes(const traj_plan *p)
@@ -426,6 +439,34 @@ static void set_failed(traj_file *t, const char *fmt, const char *detail, uint64
     pthread_mutex_unlock(&t->mu);
 }
 
+/* Write the pieces in order at off (a gather write, a batch of IOV_MAX at a time). */
+static int pwritev_all(int fd, struct iovec *iov, size_t n, uint64_t off, int regular)
+{
+    size_t i = 0;
+    while (i < n) {
+        int cnt = (int)(n - i < IOV_MAX ? n - i : IOV_MAX);
+        ssize_t r = regular ? pwritev(fd, iov + i, cnt, (off_t)off) : writev(fd, iov + i, cnt);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = ENOSPC;
+            return -1;
+        }
+        off += (uint64_t)r;
+        size_t left = (size_t)r;
+        while (i < n && left >= iov[i].iov_len)
+            left -= iov[i++].iov_len;
+        if (left) {
+            iov[i].iov_base = (uint8_t *)iov[i].iov_base + left;
+            iov[i].iov_len -= left;
+        }
+    }
+    return 0;
+}
+
+#define FAIL_FMT "trajectory %s: frame %llu not written: %s (%llu frames before it are complete)"
+
 /* Encode and append one frame (on the writer thread, or the caller's when synchronous). */
 static void write_job(traj_file *t, job *j)
 {
@@ -434,61 +475,84 @@ static void write_job(traj_file *t, job *j)
     const carlo_frame *f = &j->f;
     int nc = f->n;
     traj_plan plan[CARLO_FRAME_MAX];
-    size_t ntask = 0;
+    int need[CARLO_FRAME_MAX];
+    size_t ntask = 0, nstat = 0;
     for (int i = 0; i < nc; i++) {
-        traj_plan_chunk(&f->chunk[i], f, t->opt.precision, &plan[i]);
+        need[i] = traj_plan_begin(&f->chunk[i], f, t->opt.precision, &plan[i]);
         ntask += (size_t)plan[i].nblocks;
+        nstat += need[i] ? (size_t)plan[i].nblocks : 0;
     }
     enc_task *task = calloc(ntask ? ntask : 1, sizeof *task);
-    if (!task) {
-        set_failed(t, "trajectory %s: frame %llu not written: %s (%llu frames before it are complete)",
-                   "out of host memory", j->frame);
+    traj_block_stats *stats = calloc(nstat ? nstat : 1, sizeof *stats);
+    size_t nio = 2 + (size_t)nc + ntask;
+    struct iovec *iov = calloc(nio, sizeof *iov);
+    size_t heads = 0;
+    for (int i = 0; i < nc; i++)
+        heads += payload_head_bytes(&plan[i]);
+    uint8_t *head = malloc(CTR_HEAD_BYTES + (size_t)nc * CTR_ENTRY_BYTES + heads + CTR_TAIL_BYTES);
+    if (!task || !stats || !iov || !head) {
+        free(task);
+        free(stats);
+        free(iov);
+        free(head);
+        set_failed(t, FAIL_FMT, "out of host memory", j->frame);
         return;
     }
+    enc_ctx ctx = {.f = f, .plan = plan, .task = task, .stats = stats, .level = t->opt.level};
+    /* the data's statistics decide some codecs: one pass, shared by the threads */
     size_t k = 0;
     for (int i = 0; i < nc; i++)
-        for (uint64_t b = 0; b < plan[i].nblocks; b++, k++) {
+        for (uint64_t b = 0; need[i] && b < plan[i].nblocks; b++, k++) {
             task[k].chunk = i;
             task[k].r0 = b * plan[i].rows_per_block;
             task[k].r1 = task[k].r0 + plan[i].rows_per_block;
             if (task[k].r1 > f->chunk[i].rows)
                 task[k].r1 = f->chunk[i].rows;
         }
-    enc_ctx ctx = {.f = f, .plan = plan, .task = task, .level = t->opt.level};
+    traj_pool_run(t->pool, nstat, stats_task, &ctx);
+    k = 0;
+    for (int i = 0; i < nc; i++)
+        if (need[i]) {
+            traj_plan_finish(&f->chunk[i], &plan[i], stats + k, plan[i].nblocks);
+            k += (size_t)plan[i].nblocks;
+        }
+    free(stats);
+    k = 0;
+    for (int i = 0; i < nc; i++)
+        for (uint64_t b = 0; b < plan[i].nblocks; b++, k++) {
+            task[k].chunk = i;
+            task[k].block = b;
+            task[k].r0 = b * plan[i].rows_per_block;
+            task[k].r1 = task[k].r0 + plan[i].rows_per_block;
+            if (task[k].r1 > f->chunk[i].rows)
+                task[k].r1 = f->chunk[i].rows;
+        }
     traj_pool_run(t->pool, ntask, encode_task, &ctx);
     const char *why = NULL;
     for (size_t i = 0; i < ntask && !why; i++)
         if (task[i].failed)
             why = task[i].why;
-    /* sizes */
-    uint64_t len = CTR_HEAD_BYTES + (uint64_t)nc * CTR_ENTRY_BYTES + CTR_TAIL_BYTES, raw = 0;
-    uint64_t stored[CARLO_FRAME_MAX];
-    k = 0;
-    for (int i = 0; i < nc; i++) {
-        stored[i] = payload_head_bytes(&plan[i]);
-        for (uint64_t b = 0; b < plan[i].nblocks; b++)
-            stored[i] += task[k++].zlen;
-        len += stored[i];
-        raw += f->chunk[i].rows * f->chunk[i].cols * carlo_dtype_size(f->chunk[i].type);
-    }
-    uint8_t *rec = why ? NULL : malloc((size_t)len);
-    if (!why && !rec)
-        why = "out of host memory for the frame record";
     if (why) {
         for (size_t i = 0; i < ntask; i++)
             free(task[i].z);
         free(task);
-        set_failed(t, "trajectory %s: frame %llu not written: %s (%llu frames before it are complete)",
-                   why, j->frame);
+        free(iov);
+        free(head);
+        set_failed(t, FAIL_FMT, why, j->frame);
         return;
     }
-    memset(rec, 0, CTR_HEAD_BYTES + (size_t)nc * CTR_ENTRY_BYTES);
-    uint64_t off = CTR_HEAD_BYTES + (uint64_t)nc * CTR_ENTRY_BYTES;
+    /* the record: head and table, then per chunk its payload head and blocks, then the tail */
+    uint8_t *table = head + CTR_HEAD_BYTES, *ph = table + (size_t)nc * CTR_ENTRY_BYTES;
+    uint8_t *tl = ph + heads;
+    memset(head, 0, CTR_HEAD_BYTES + (size_t)nc * CTR_ENTRY_BYTES);
+    uint64_t off = CTR_HEAD_BYTES + (uint64_t)nc * CTR_ENTRY_BYTES, raw = 0;
+    size_t io = 1;
     k = 0;
     for (int i = 0; i < nc; i++) {
         const carlo_chunk *c = &f->chunk[i];
         const traj_plan *p = &plan[i];
-        uint8_t *pay = rec + off, *q = pay;
+        size_t hb = payload_head_bytes(p);
+        uint8_t *q = ph;
         ctr_put32(q, (uint32_t)p->nblocks);
         ctr_put32(q + 4, p->flags);
         ctr_putf64(q + 8, p->precision);
@@ -498,64 +562,78 @@ static void write_job(traj_file *t, job *j)
                 ctr_putf64(q + 8 * d, p->box[d]);
             q += 48;
         }
+        uLong crc = crc32(0, NULL, 0);
+        uint64_t stored = hb;
         for (uint64_t b = 0; b < p->nblocks; b++) {
             ctr_put64(q, task[k + b].r1 - task[k + b].r0);
             ctr_put64(q + 8, task[k + b].zlen);
             q += CTR_BLOCK_ENTRY;
         }
+        crc = crc32(crc, ph, (uInt)hb);
+        iov[io].iov_base = ph;
+        iov[io++].iov_len = hb;
         for (uint64_t b = 0; b < p->nblocks; b++, k++) {
-            memcpy(q, task[k].z, task[k].zlen);
-            q += task[k].zlen;
-            free(task[k].z);
+            crc = crc32_combine(crc, task[k].crc, (z_off_t)task[k].zlen);
+            stored += task[k].zlen;
+            iov[io].iov_base = task[k].z;
+            iov[io++].iov_len = task[k].zlen;
         }
-        uint8_t *e = rec + CTR_HEAD_BYTES + (size_t)i * CTR_ENTRY_BYTES;
+        uint8_t *e = table + (size_t)i * CTR_ENTRY_BYTES;
         memcpy(e, c->name, strlen(c->name));
         e[64] = (uint8_t)c->type;
         e[65] = (uint8_t)p->codec;
-        ctr_put32(e + 68, (uint32_t)crc32(0, pay, (uInt)stored[i]));
+        ctr_put32(e + 68, (uint32_t)crc);
         ctr_put64(e + 72, c->rows);
         ctr_put64(e + 80, c->cols);
         ctr_put64(e + 88, off);
-        ctr_put64(e + 96, stored[i]);
+        ctr_put64(e + 96, stored);
         ctr_putf64(e + 104, p->precision);
-        off += stored[i];
+        off += stored;
+        ph += hb;
+        raw += c->rows * c->cols * carlo_dtype_size(c->type);
     }
-    free(task);
-    uint8_t *h = rec;
-    ctr_put32(h, CTR_FRAME_MAGIC);
-    ctr_put32(h + 4, (uint32_t)nc);
-    ctr_put64(h + 8, j->frame);
-    ctr_put64(h + 16, j->step);
-    ctr_put64(h + 24, len);
-    ctr_put32(h + 32, j->flags);
-    ctr_put32(h + 36, (uint32_t)crc32(0, rec + CTR_HEAD_BYTES, (uInt)nc * CTR_ENTRY_BYTES));
-    ctr_put32(h + 44, (uint32_t)crc32(0, h, 44));
-    uint8_t *tl = rec + len - CTR_TAIL_BYTES;
+    uint64_t len = off + CTR_TAIL_BYTES;
+    ctr_put32(head, CTR_FRAME_MAGIC);
+    ctr_put32(head + 4, (uint32_t)nc);
+    ctr_put64(head + 8, j->frame);
+    ctr_put64(head + 16, j->step);
+    ctr_put64(head + 24, len);
+    ctr_put32(head + 32, j->flags);
+    ctr_put32(head + 36, (uint32_t)crc32(0, table, (uInt)nc * CTR_ENTRY_BYTES));
+    ctr_put32(head + 44, (uint32_t)crc32(0, head, 44));
     ctr_put32(tl, CTR_TAIL_MAGIC);
-    ctr_put32(tl + 4, ctr_get32(h + 44));
+    ctr_put32(tl + 4, ctr_get32(head + 44));
     ctr_put64(tl + 8, j->frame);
     ctr_put64(tl + 16, len);
-    if (pwrite_all(t->fd, rec, (size_t)len, t->end, t->regular)) {
-        int saved = errno;
+    iov[0].iov_base = head;
+    iov[0].iov_len = CTR_HEAD_BYTES + (size_t)nc * CTR_ENTRY_BYTES;
+    iov[io].iov_base = tl;
+    iov[io++].iov_len = CTR_TAIL_BYTES;
+    int bad = pwritev_all(t->fd, iov, io, t->end, t->regular);
+    int saved = errno;
+    for (size_t i = 0; i < ntask; i++)
+        free(task[i].z);
+    free(task);
+    free(iov);
+    free(head);
+    if (bad) {
         if (t->regular && ftruncate(t->fd, (off_t)t->end)) {
             /* the partial record has no tail, so readers drop it anyway */
         }
-        free(rec);
         set_failed(t, "trajectory %s: writing frame %llu failed: %s (%llu frames before it are complete)",
                    strerror(saved), j->frame);
         return;
     }
-    free(rec);
     entry e = {.offset = t->end, .length = len, .step = j->step, .flags = j->flags};
     pthread_mutex_lock(&t->mu);
-    int bad = push_entry(t, &e);
-    if (!bad) {
+    int nomem = push_entry(t, &e);
+    if (!nomem) {
         t->end += len;
         t->raw += raw;
         t->stored += len;
     }
     pthread_mutex_unlock(&t->mu);
-    if (bad)
+    if (nomem)
         set_failed(t, "trajectory %s: frame %llu: %s (%llu frames before it are complete)",
                    "out of host memory for the index", j->frame);
 }
