@@ -390,45 +390,6 @@ static uint64_t zigzag(uint64_t d, int bits)
 
 static uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
 
-/* Transform keys in place; returns mode, base and width. */
-static void transform(uint64_t *key, size_t n, int bits, uint8_t *mode, uint64_t *base, int *width)
-{
-    uint64_t mask = mask_of(bits);
-    uint64_t mn = UINT64_MAX, top = 0;
-    long long cost_delta = 0;
-    for (size_t i = 0; i < n; i++) { /* one pass: the range, and the deltas' bits */
-        if (key[i] < mn)
-            mn = key[i];
-        if (key[i] > top)
-            top = key[i];
-        if (i)
-            cost_delta += bitlen(zigzag((key[i] - key[i - 1]) & mask, bits));
-    }
-    /* offsets from the minimum need about the range's bits each */
-    long long cost_off = n ? (long long)(n - 1) * bitlen(top - mn) : 0;
-    uint64_t mx = 0;
-    if (n && cost_delta < cost_off) {
-        *mode = 1;
-        *base = key[0];
-        uint64_t prev = key[0];
-        for (size_t i = 0; i < n; i++) {
-            uint64_t k = key[i];
-            key[i] = zigzag((k - prev) & mask, bits);
-            prev = k;
-            if (key[i] > mx) mx = key[i];
-        }
-    } else {
-        *mode = 0;
-        *base = n ? mn : 0;
-        for (size_t i = 0; i < n; i++) {
-            key[i] -= mn;
-            if (key[i] > mx) mx = key[i];
-        }
-    }
-    int w = (bitlen(mx) + 7) / 8;
-    *width = w < 1 ? 1 : w;
-}
-
 static void put64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
@@ -443,12 +404,66 @@ static uint64_t get64(const uint8_t *p)
     return v;
 }
 
+/* Choose the mode of a stream of keys (one pass: its range, and its deltas' bits) and write
+ * its header and byte planes at out; returns the bytes of planes written. */
+static size_t transform(const uint64_t *key, size_t n, int bits, uint8_t *head, uint8_t *out, int *width)
+{
+    uint64_t mask = mask_of(bits);
+    uint64_t mn = UINT64_MAX, top = 0, maxzz = 0;
+    long long cost_delta = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (key[i] < mn)
+            mn = key[i];
+        if (key[i] > top)
+            top = key[i];
+        if (i) {
+            uint64_t z = zigzag((key[i] - key[i - 1]) & mask, bits);
+            cost_delta += bitlen(z);
+            if (z > maxzz)
+                maxzz = z;
+        }
+    }
+    /* offsets from the minimum need about the range's bits each */
+    long long cost_off = n ? (long long)(n - 1) * bitlen(top - mn) : 0;
+    int delta = n && cost_delta < cost_off;
+    uint64_t base = !n ? 0 : delta ? key[0] : mn;
+    int w = (bitlen(delta ? maxzz : top - mn) + 7) / 8;
+    if (w < 1)
+        w = 1;
+    memset(head, 0, STREAM_HEAD);
+    head[0] = (uint8_t)delta;
+    head[1] = (uint8_t)w;
+    put64(head + 8, base);
+    uint64_t prev = base;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v;
+        if (delta) {
+            v = zigzag((key[i] - prev) & mask, bits);
+            prev = key[i];
+        } else {
+            v = key[i] - mn;
+        }
+        switch (w) { /* the byte planes, low byte first */
+        case 8: out[7 * n + i] = (uint8_t)(v >> 56); /* fall through */
+        case 7: out[6 * n + i] = (uint8_t)(v >> 48); /* fall through */
+        case 6: out[5 * n + i] = (uint8_t)(v >> 40); /* fall through */
+        case 5: out[4 * n + i] = (uint8_t)(v >> 32); /* fall through */
+        case 4: out[3 * n + i] = (uint8_t)(v >> 24); /* fall through */
+        case 3: out[2 * n + i] = (uint8_t)(v >> 16); /* fall through */
+        case 2: out[n + i] = (uint8_t)(v >> 8); /* fall through */
+        default: out[i] = (uint8_t)v;
+        }
+    }
+    *width = w;
+    return (size_t)w * n;
+}
+
 /* ---------- blocks ---------- */
 
 /* Bits per byte of a plane, from the histogram of a sample of it. */
 static double plane_entropy(const uint8_t *p, size_t n)
 {
-    size_t h[256] = {0}, stride = n / 65536 + 1, m = 0;
+    size_t h[256] = {0}, stride = n / 16384 + 1, m = 0;
     for (size_t i = 0; i < n; i += stride, m++)
         h[p[i]]++;
     double e = 0;
@@ -608,22 +623,10 @@ int traj_encode_block(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uin
     len[0] = pos;
     for (int j = 0; j < S; j++) {
         load_keys(c, p->codec, p->precision, (size_t)(r0 * c->cols) + (size_t)j, (size_t)S, per, key);
-        uint8_t mode;
-        uint64_t base;
         int width;
-        transform(key, per, bits, &mode, &base, &width);
-        uint8_t *h = plain + STREAM_HEAD * (size_t)j;
-        memset(h, 0, STREAM_HEAD);
-        h[0] = mode;
-        h[1] = (uint8_t)width;
-        put64(h + 8, base);
-        for (int b = 0; b < width; b++) {
-            uint8_t *dst = plain + pos;
-            for (size_t i = 0; i < per; i++)
-                dst[i] = (uint8_t)(key[i] >> (8 * b));
-            pos += per;
+        pos += transform(key, per, bits, plain + STREAM_HEAD * (size_t)j, plain + pos, &width);
+        for (int b = 0; b < width; b++)
             len[parts++] = per;
-        }
     }
     free(key);
     int rc = deflate_parts(plain, len, kind, parts, level, out, outlen);

@@ -366,6 +366,9 @@ static int load(traj_file *t, uint64_t size)
         /* cut inside the header: nothing complete */
         t->end = CTR_HEADER_BYTES;
         t->recovered = 1;
+        if (!carlo_quiet && !t->opt.quiet)
+            fprintf(stderr, "carlo: trajectory %s is cut short inside its header: no complete "
+                            "frame\n", t->path);
         return 1;
     }
     if (pread_all(t->fd, h, sizeof h, 0))
