@@ -101,6 +101,15 @@ do
   ok = os.execute(("%s export --quiet %s %s"):format(CARLO, D .. "/lattice.ctr", D .. "/seq.png"))
   check.ok("lua/traj/export-png-sequence", ok and png_size(D .. "/seq-000001.png") and
     png_size(D .. "/seq-000003.png") and not png_size(D .. "/seq-000004.png"))
+  -- a height field (any lattice/... chunk other than spins) through the colour ramp
+  local h = carlo.array("i32", { shape = { 30, 40 } })
+  for i = 1, #h do h[i] = (i - 1) % 40 - 7 end
+  local ht = carlo.trajectory(D .. "/height.ctr", "w")
+  ht:write { ["configuration/step"] = 1, ["lattice/height"] = h }
+  ht:close()
+  ok = os.execute(("%s export --quiet --scale 2 %s %s"):format(CARLO, D .. "/height.ctr", D .. "/height.png"))
+  w, h = png_size(D .. "/height.png")
+  check.ok("lua/traj/export-png-height-ramp", ok and w == 80 and h == 60, ("%s x %s"):format(w, h))
   -- what cannot be exported says so and leaves no file
   local bad = os.execute(("%s export --quiet %s %s 2>/dev/null"):format(CARLO, D .. "/lattice.ctr",
     D .. "/lattice.gsd"))
