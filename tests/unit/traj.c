@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -70,6 +71,20 @@ static uint8_t *read_file(const char *path, size_t *n)
     return b;
 }
 
+/* Bytes as a file in memory (no disk traffic for the thousands of cut and flipped files). */
+static const char *mem_file(const uint8_t *b, size_t n)
+{
+    static int fd = -1;
+    static char path[64];
+    if (fd < 0) {
+        fd = memfd_create("ctr-test", 0);
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    }
+    if (ftruncate(fd, 0) || (n && pwrite(fd, b, n, 0) != (ssize_t)n))
+        perror("memfd");
+    return path;
+}
+
 static void write_file(const char *path, const uint8_t *b, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -78,12 +93,30 @@ static void write_file(const char *path, const uint8_t *b, size_t n)
     fclose(f);
 }
 
+static int small_frames; /* the every-byte tests: a few small chunks, every codec */
+
 /* A frame of every element type, shapes from scalars to wide lattices, seeded by k. */
 static void make_frame(carlo_frame *f, int k)
 {
     carlo_frame_init(f);
     rng_state = 1000 + (uint64_t)k;
     carlo_frame_add_u64(f, "configuration/step", (uint64_t)k * 100);
+    if (small_frames) {
+        float p[8 * 3];
+        int32_t h[12];
+        uint8_t st[70];
+        for (int i = 0; i < 24; i++)
+            p[i] = (float)(unif() * 10 - 5);
+        for (int i = 0; i < 12; i++)
+            h[i] = (int32_t)(rnd() % 1000) - 500;
+        for (int i = 0; i < 70; i++)
+            st[i] = (uint8_t)(rnd() % 9);
+        carlo_frame_add_copy(f, "log/pos", CARLO_F32, 8, 3, p);
+        carlo_frame_add_copy(f, "lattice/h", CARLO_I32, 3, 4, h);
+        carlo_frame_add_copy(f, "lattice/s", CARLO_U8, 7, 10, st);
+        carlo_frame_add_string(f, "log/comment", "hi");
+        return;
+    }
     const carlo_dtype types[] = {CARLO_U8, CARLO_I8, CARLO_U16, CARLO_I16, CARLO_U32,
                                  CARLO_I32, CARLO_U64, CARLO_I64, CARLO_F32, CARLO_F64};
     const uint64_t shapes[][2] = {{7, 3}, {40, 1}, {9, 33}, {0, 3}};
@@ -382,7 +415,8 @@ static void write_frames(const char *path, int n, int threads, int close_it)
 
 static void test_truncation(void)
 {
-    const char *path = tmp("cut-src.ctr"), *cut = tmp("cut.ctr");
+    const char *path = tmp("cut-src.ctr");
+    small_frames = 1;
     write_frames(path, 3, 0, 1);
     size_t n;
     uint8_t *b = read_file(path, &n);
@@ -391,7 +425,7 @@ static void test_truncation(void)
     size_t bad = 0, first_bad = 0;
     char why[300] = "", first_why[300] = "";
     for (size_t c = 0; c <= n; c++) {
-        write_file(cut, b, c);
+        const char *cut = mem_file(b, c);
         size_t expect = 0;
         while (expect < nf && end[expect] <= c)
             expect++;
@@ -408,6 +442,7 @@ static void test_truncation(void)
     CHECK("unit/traj/truncated-at-every-byte-keeps-complete-frames", nf == 3 && bad == 0,
           "%zu of %zu cuts wrong, first at byte %zu: %s", bad, n + 1, first_bad, first_why);
     free(b);
+    small_frames = 0;
 }
 
 static void flip_case(const char *label, const char *path)
@@ -416,7 +451,6 @@ static void flip_case(const char *label, const char *path)
     uint8_t *orig = read_file(path, &n);
     uint64_t end[16];
     size_t nf = frame_ends(orig, n, end, 16);
-    const char *flipped = tmp("flip.ctr");
     size_t silent = 0, unnamed = 0, tries = 400;
     char why[300], example[300] = "";
     for (size_t i = 0; i < tries; i++) {
@@ -424,7 +458,7 @@ static void flip_case(const char *label, const char *path)
         memcpy(b, orig, n);
         size_t at = (size_t)(rnd() % n);
         b[at] ^= (uint8_t)(1u << (rnd() % 8));
-        write_file(flipped, b, n);
+        const char *flipped = mem_file(b, n);
         free(b);
         /* inside a chunk's payload? */
         int payload = 0;
