@@ -308,7 +308,7 @@ static int load_index(traj_file *t, uint64_t size)
     if (ctr_get32(f) != CTR_FOOTER_MAGIC || ctr_get32(f + 28) != (uint32_t)crc32(0, f, 28))
         return 0;
     uint64_t at = ctr_get64(f + 8), count = ctr_get64(f + 16);
-    if (count > size / CTR_INDEX_ENTRY || at < CTR_HEADER_BYTES ||
+    if (count > size / CTR_INDEX_ENTRY || at < CTR_HEADER_BYTES || at > size ||
         at + CTR_INDEX_HEAD + count * CTR_INDEX_ENTRY + 4 + CTR_FOOTER_BYTES != size)
         return 0;
     size_t bytes = CTR_INDEX_HEAD + (size_t)count * CTR_INDEX_ENTRY + 4;
@@ -761,6 +761,10 @@ static int check_frame(traj_file *t, const carlo_frame *f)
                                 c->name, (unsigned long long)c->rows, (unsigned long long)c->cols);
         if (bytes && !c->data)
             return carlo_seterr("trajectory %s: chunk '%s' has no data", t->path, c->name);
+        if (c->cols * carlo_dtype_size(c->type) > ((uint64_t)1 << 30))
+            return carlo_seterr("trajectory %s: chunk '%s' has rows of more than 1 GiB (%llu columns); "
+                                "store long series as N x 1", t->path, c->name,
+                                (unsigned long long)c->cols);
         for (int k = 0; k < i; k++)
             if (strcmp(f->chunk[k].name, c->name) == 0)
                 return carlo_seterr("trajectory %s: chunk '%s' appears twice in one frame", t->path,
@@ -1154,7 +1158,7 @@ static int decode_chunk(traj_file *t, const frame_loc *fl, const chunk_loc *c, v
         return carlo_seterr("trajectory %s: frame %llu, chunk '%s': read failed: %s", t->path, fk,
                             name, strerror(errno));
     }
-    if ((uint32_t)crc32(0, pay, (uInt)c->stored) != c->crc) {
+    if ((uint32_t)crc32_z(0, pay, (size_t)c->stored) != c->crc) {
         free(pay);
         return carlo_seterr("trajectory %s: frame %llu, chunk '%s': CRC mismatch (the file is "
                             "corrupt)", t->path, fk, name);
@@ -1195,7 +1199,7 @@ static int decode_chunk(traj_file *t, const frame_loc *fl, const chunk_loc *c, v
         const uint8_t *bt = pay + head;
         for (uint64_t b = 0; b < nblocks && !why; b++) {
             uint64_t br = ctr_get64(bt + b * CTR_BLOCK_ENTRY), bz = ctr_get64(bt + b * CTR_BLOCK_ENTRY + 8);
-            if (br == 0 || br > rows - rsum || bz > c->stored)
+            if (br == 0 || br > rows - rsum || bz > c->stored - head - nblocks * CTR_BLOCK_ENTRY - zsum)
                 why = "bad block table";
             rsum += br;
             zsum += bz;

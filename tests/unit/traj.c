@@ -679,6 +679,16 @@ static void test_failing_writes(void)
     CHECK("unit/traj/not-a-container", !t && strstr(carlo_errmsg(), "not a carlo"), "%s",
           carlo_errmsg());
     traj_close(t);
+    /* a single row over 1 GiB is refused before any data is touched */
+    t = open_opts(tmp("wide.ctr"), 'w', 0, 0);
+    carlo_frame wide;
+    carlo_frame_init(&wide);
+    float dummy[4] = {0};
+    carlo_frame_add(&wide, "log/wide", CARLO_F32, 1, ((uint64_t)1 << 28) + 1, dummy);
+    int rc_wide = t ? traj_write(t, &wide) : 0;
+    CHECK("unit/traj/huge-row-refused", rc_wide == -1 && strstr(carlo_errmsg(), "rows of more than 1 GiB"),
+          "%s", carlo_errmsg());
+    traj_close(t);
     traj_file *a = open_opts(tmp("locked.ctr"), 'w', 0, 1);
     traj_file *b2 = open_opts(tmp("locked.ctr"), 'a', 0, 1);
     CHECK("unit/traj/one-writer-at-a-time", a && !b2 && strstr(carlo_errmsg(), "another process"),
