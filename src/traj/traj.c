@@ -971,7 +971,8 @@ traj_file *traj_open(const char *path, char mode, const traj_options *o)
         carlo_seterr("trajectory %s: not a regular file", path);
         goto fail;
     }
-    if (mode != 'r' && t->regular && flock(t->fd, LOCK_EX | LOCK_NB)) {
+    /* one writer at a time; a file system without locks (ENOLCK, ...) goes unlocked */
+    if (mode != 'r' && t->regular && flock(t->fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
         carlo_seterr("trajectory %s: another process has it open for writing", path);
         goto fail;
     }
