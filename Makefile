@@ -89,7 +89,8 @@ $(BUILD)/tests/embed_host: tests/embed/host.c $(BUILD)/libcarlo.a
 # The libFuzzer target for the trajectory reader, with ASan and UBSan (make validate runs it
 # through tests/validation/traj_fuzz.sh): clang, with its libFuzzer runtime.
 FUZZ_CC ?= $(firstword $(foreach c,clang clang-14,$(shell command -v $(c) 2>/dev/null)))
-TRAJ_FUZZ_SRC := tests/fuzz/traj_fuzz.c src/traj/traj.c src/traj/codec.c src/traj/pool.c \
+TRAJ_FUZZ_SRC := tests/fuzz/traj_fuzz.c src/traj/traj.c src/traj/traj_read.c src/traj/traj_write.c \
+             src/traj/codec.c src/traj/pool.c \
              src/traj/checkpoint.c src/core/error.c src/core/frame.c src/core/array.c src/core/progress.c
 $(BUILD)/fuzz/traj_fuzz: $(TRAJ_FUZZ_SRC) $(wildcard src/traj/*.h src/core/*.h)
 	@mkdir -p $(@D)
