@@ -192,8 +192,8 @@ local function gpu()
   local function median(x) table.sort(x) return x[(#x + 1) // 2] end
   local p, r, c = median(times.plain), median(times.traj_run), median(times.traj)
   print(("%-44s %10.3f s"):format("run without a trajectory", p))
-  print(("%-44s %10.3f s  (+%.2f%%)"):format("run with frames (until the run returns)", r, 100 * (r - p) / p))
-  print(("%-44s %10.3f s  (+%.2f%%)"):format("run with frames (until the file is closed)", c, 100 * (c - p) / p))
+  print(("%-44s %10.3f s  (%+.2f%%)"):format("run with frames (until the run returns)", r, 100 * (r - p) / p))
+  print(("%-44s %10.3f s  (%+.2f%%)"):format("run with frames (until the file is closed)", c, 100 * (c - p) / p))
   print(("ns per spin flip without frames: %.4f"):format(p / sweeps / (8192 * 8192) * 1e9))
 end
 
