@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+warnings.simplefilter("ignore", DeprecationWarning)  # MDAnalysis' xdrlib on new Pythons
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import ctr  # noqa: E402
 

@@ -404,13 +404,26 @@ static uint64_t get64(const uint8_t *p)
     return v;
 }
 
-/* Choose the mode of a stream of keys (one pass: its range, and its deltas' bits) and write
- * its header and byte planes at out; returns the bytes of planes written. */
+static double histogram_bits(const uint32_t *h, uint32_t m)
+{
+    double e = 0;
+    for (int v = 0; v < 256; v++)
+        if (h[v]) {
+            double q = (double)h[v] / (double)m;
+            e -= q * log2(q);
+        }
+    return e;
+}
+
+/* Choose the mode of a stream of keys and write its header and byte planes at out; returns
+ * the bytes of planes written. The mode whose byte planes carry fewer bits (the sum of the
+ * planes' entropies, from a sample) wins: deltas for particles in spatial order, offsets
+ * from the minimum for particles in random order (where deltas are often small but their
+ * planes cost more). */
 static size_t transform(const uint64_t *key, size_t n, int bits, uint8_t *head, uint8_t *out, int *width)
 {
     uint64_t mask = mask_of(bits);
     uint64_t mn = UINT64_MAX, top = 0, maxzz = 0;
-    long long cost_delta = 0;
     for (size_t i = 0; i < n; i++) {
         if (key[i] < mn)
             mn = key[i];
@@ -418,18 +431,34 @@ static size_t transform(const uint64_t *key, size_t n, int bits, uint8_t *head, 
             top = key[i];
         if (i) {
             uint64_t z = zigzag((key[i] - key[i - 1]) & mask, bits);
-            cost_delta += bitlen(z);
             if (z > maxzz)
                 maxzz = z;
         }
     }
-    /* offsets from the minimum need about the range's bits each */
-    long long cost_off = n ? (long long)(n - 1) * bitlen(top - mn) : 0;
-    int delta = n && cost_delta < cost_off;
+    int w_off = (bitlen(top - mn) + 7) / 8, w_delta = (bitlen(maxzz) + 7) / 8;
+    if (w_off < 1)
+        w_off = 1;
+    if (w_delta < 1)
+        w_delta = 1;
+    uint32_t h_off[8][256], h_delta[8][256], m = 0;
+    memset(h_off, 0, sizeof h_off);
+    memset(h_delta, 0, sizeof h_delta);
+    size_t stride = n / 16384 + 1;
+    for (size_t i = 1; i < n; i += stride, m++) {
+        uint64_t v = key[i] - mn, z = zigzag((key[i] - key[i - 1]) & mask, bits);
+        for (int b = 0; b < w_off; b++)
+            h_off[b][(v >> (8 * b)) & 255]++;
+        for (int b = 0; b < w_delta; b++)
+            h_delta[b][(z >> (8 * b)) & 255]++;
+    }
+    double cost_off = 0, cost_delta = 0;
+    for (int b = 0; m && b < w_off; b++)
+        cost_off += histogram_bits(h_off[b], m);
+    for (int b = 0; m && b < w_delta; b++)
+        cost_delta += histogram_bits(h_delta[b], m);
+    int delta = m && cost_delta < cost_off;
     uint64_t base = !n ? 0 : delta ? key[0] : mn;
-    int w = (bitlen(delta ? maxzz : top - mn) + 7) / 8;
-    if (w < 1)
-        w = 1;
+    int w = delta ? w_delta : w_off;
     memset(head, 0, STREAM_HEAD);
     head[0] = (uint8_t)delta;
     head[1] = (uint8_t)w;
