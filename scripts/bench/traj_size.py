@@ -12,7 +12,12 @@ import warnings
 
 import numpy as np
 
-warnings.simplefilter("ignore", DeprecationWarning)  # MDAnalysis' xdrlib on new Pythons
+with warnings.catch_warnings():  # MDAnalysis imports xdrlib, deprecated on new Pythons
+    warnings.simplefilter("ignore")
+    try:
+        import xdrlib  # noqa: F401
+    except ImportError:
+        pass
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import ctr  # noqa: E402
