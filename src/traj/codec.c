@@ -290,7 +290,7 @@ static int key_bits(int codec, carlo_dtype t)
     return (int)carlo_dtype_size(t) * 8;
 }
 
-static uint64_t mask_of(int bits) { return bits == 64 ? UINT64_MAX : (((uint64_t)1 << bits) - 1); }
+static inline uint64_t mask_of(int bits) { return bits == 64 ? UINT64_MAX : (((uint64_t)1 << bits) - 1); }
 
 /* Keys of n elements starting at element `start` with stride `stride`. */
 static void load_keys(const carlo_chunk *c, int codec, double precision, size_t start, size_t stride,
@@ -381,7 +381,7 @@ static void store_keys(carlo_dtype type, int codec, double precision, const uint
 
 static int bitlen(uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
 
-static uint64_t zigzag(uint64_t d, int bits)
+static inline uint64_t zigzag(uint64_t d, int bits)
 {
     int shift = 64 - bits;
     int64_t s = (int64_t)(d << shift) >> shift; /* sign-extend from bits */
@@ -420,7 +420,8 @@ static double histogram_bits(const uint32_t *h, uint32_t m)
  * planes' entropies, from a sample) wins: deltas for particles in spatial order, offsets
  * from the minimum for particles in random order (where deltas are often small but their
  * planes cost more). */
-static size_t transform(const uint64_t *key, size_t n, int bits, uint8_t *head, uint8_t *out, int *width)
+static inline __attribute__((always_inline)) size_t transform(const uint64_t *key, size_t n, int bits,
+                                                               uint8_t *head, uint8_t *out, int *width)
 {
     uint64_t mask = mask_of(bits);
     uint64_t mn = UINT64_MAX, top = 0, maxzz = 0;
@@ -653,7 +654,13 @@ int traj_encode_block(const carlo_chunk *c, const traj_plan *p, uint64_t r0, uin
     for (int j = 0; j < S; j++) {
         load_keys(c, p->codec, p->precision, (size_t)(r0 * c->cols) + (size_t)j, (size_t)S, per, key);
         int width;
-        pos += transform(key, per, bits, plain + STREAM_HEAD * (size_t)j, plain + pos, &width);
+        uint8_t *h = plain + STREAM_HEAD * (size_t)j;
+        switch (bits) { /* constant widths: the shifts fold */
+        case 8: pos += transform(key, per, 8, h, plain + pos, &width); break;
+        case 16: pos += transform(key, per, 16, h, plain + pos, &width); break;
+        case 32: pos += transform(key, per, 32, h, plain + pos, &width); break;
+        default: pos += transform(key, per, 64, h, plain + pos, &width); break;
+        }
         for (int b = 0; b < width; b++)
             len[parts++] = per;
     }
