@@ -93,6 +93,18 @@ $(BUILD)/tests/embed_host: tests/embed/host.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
+# The libFuzzer target for the trajectory reader, with ASan and UBSan (make validate runs it
+# through tests/validation/traj_fuzz.sh): clang, with its libFuzzer runtime.
+FUZZ_CC ?= $(firstword $(foreach c,clang clang-14,$(shell command -v $(c) 2>/dev/null)))
+TRAJ_FUZZ_SRC := tests/fuzz/traj_fuzz.c src/traj/traj.c src/traj/traj_read.c src/traj/traj_write.c \
+             src/traj/codec.c src/traj/pool.c \
+             src/traj/checkpoint.c src/core/error.c src/core/frame.c src/core/array.c src/core/progress.c
+$(BUILD)/fuzz/traj_fuzz: $(TRAJ_FUZZ_SRC) $(wildcard src/traj/*.h src/core/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -Isrc $(LUA_CFLAGS) $(TRAJ_FUZZ_SRC) -o $@ \
+	    $(LUA_LIBS) -lz -lm -lpthread
+
 test: all $(TEST_BIN)
 	@BUILD=$(BUILD) tests/run unit lua gpu
 

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "runtime.h"
+#include "traj/export.h"
 
 static lua_State *global_L;
 
@@ -23,6 +24,7 @@ static void usage(FILE *out)
             "usage: carlo [options] [script.lua [args...]]\n"
             "       carlo -e 'chunk'            run a chunk of Lua\n"
             "       carlo                       interactive prompt (on a terminal)\n"
+            "       carlo export IN.ctr OUT     a trajectory as OUT.gsd, OUT.xyz[.gz] or OUT.png\n"
             "options:\n"
             "  --device auto|cpu|gpu   default device for systems (auto: the GPU when present)\n"
             "  --quiet                 no progress lines or notices on stderr\n"
@@ -30,7 +32,8 @@ static void usage(FILE *out)
             "  --version               print the version, then exit\n"
             "  -i                      enter the prompt after running the script or chunk\n"
             "  -                       read the script from standard input\n"
-            "The module is in the global 'carlo' (and require \"carlo\"); see carlo(1), carlo-lua(7).\n");
+            "The module is in the global 'carlo' (and require \"carlo\"); see carlo(1), carlo-lua(7),\n"
+            "carlo-traj(5).\n");
 }
 
 /* Ctrl-C: C loops poll carlo_interrupted at sweep boundaries; a hook stops pure Lua code. */
@@ -122,6 +125,8 @@ static void repl(carlo_runtime *rt)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "export") == 0)
+        return traj_export_main(argc - 1, argv + 1);
     const char *chunk = NULL;
     int interactive = 0, i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {

@@ -11,8 +11,8 @@
 #include "core/core_lua.h"
 #include "core/device.h"
 #include "potts/potts_lua.h"
+#include "traj/traj_lua.h"
 #include "runtime.h"
-#include "traj/checkpoint.h"
 
 #define CARLO_VERSION "0.1.0"
 
@@ -23,7 +23,7 @@ static void (*const openers[])(lua_State *L) = {
     carlo_array_open,
     carlo_core_lua_open,
     potts_lua_open,
-    checkpoint_lua_open,
+    traj_lua_open,
 };
 
 struct carlo_lua_source {

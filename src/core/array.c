@@ -283,6 +283,7 @@ static int a_new(lua_State *L)
     if (carlo_dtype_parse(tn, &t))
         return luaL_error(L, "carlo.array: unknown element type '%s' (allowed: u8, i8, u16, i16, "
                              "u32, i32, u64, i64, f32, f64)", tn);
+    lua_settop(L, 3); /* the fill value (or nil) stays at 3, below the new array */
     int64_t rows = 0, cols = 0;
     int from_values = 0, has_fill = !lua_isnoneornil(L, 3);
     if (lua_type(L, 2) == LUA_TNUMBER) {

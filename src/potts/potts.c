@@ -26,6 +26,8 @@ void potts_pack(int L, const uint8_t *rowmajor, uint8_t *color0, uint8_t *color1
 void potts_unpack(int L, const uint8_t *color0, const uint8_t *color1, uint8_t *rowmajor)
 {
     int half = L / 2;
+    /* rows in parallel: trajectory frames of large lattices are taken on the run's thread */
+#pragma omp parallel for schedule(static) if ((int64_t)L * L >= (1 << 20))
     for (int i = 0; i < L; i++)
         for (int j = 0; j < L; j++) {
             const uint8_t *src = ((i + j) & 1) ? color1 : color0;

@@ -17,6 +17,7 @@
 #include "potts/potts.h"
 #include "potts/potts_lua.h"
 #include "traj/checkpoint.h"
+#include "traj/traj_lua.h"
 
 #define POTTS_MT "carlo.potts"
 
@@ -153,11 +154,18 @@ static int save_to(lua_State *L, potts_system *s, const char *path, const char *
     return 0;
 }
 
-/* sys:run{ sweeps = n | upto = step, exchange_every =, walltime =, checkpoint =, quiet = } */
+static int write_frame(void *ctx, potts_system *s)
+{
+    (void)s;
+    return traj_sink_write((traj_sink *)ctx);
+}
+
+/* sys:run{ sweeps = n | upto = step, exchange_every =, walltime =, checkpoint =,
+ *          every = m, trajectory = tr, quiet = } */
 static int l_run(lua_State *L)
 {
     static const char *const keys[] = {"sweeps", "upto", "exchange_every", "walltime",
-                                       "checkpoint", "quiet", NULL};
+                                       "checkpoint", "every", "trajectory", "quiet", NULL};
     const char *where = "potts:run";
     potts_system *s = check(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -181,6 +189,12 @@ static int l_run(lua_State *L)
         return luaL_error(L, "%s: checkpoint goes with walltime (use sys:save(path) otherwise)", where);
     if (o.walltime > 0)
         o.reserve = ckpt ? checkpoint_reserve(s) : 0;
+    traj_sink sink; /* a frame every `every` sweeps, written from C */
+    o.every = traj_lua_sink(L, 2, 1, where, s->step, &sink);
+    if (sink.tr) {
+        o.callback = write_frame;
+        o.ctx = &sink;
+    }
     potts_run_result res;
     if (potts_run_ex(s, &o, &res))
         return carlo_raise(L, where);
@@ -622,12 +636,14 @@ static int l_reference_sweep(lua_State *L)
 
 static int model_frame(void *ud, carlo_frame *f)
 {
-    return potts_frame(((potts_ud *)ud)->s, f);
+    potts_system *s = ((potts_ud *)ud)->s;
+    return s ? potts_frame(s, f) : carlo_seterr("potts: this system was closed");
 }
 
 static int model_checkpoint(void *ud, carlo_frame *f)
 {
-    return potts_checkpoint(((potts_ud *)ud)->s, f);
+    potts_system *s = ((potts_ud *)ud)->s;
+    return s ? potts_checkpoint(s, f) : carlo_seterr("potts: this system was closed");
 }
 
 static int restore_fail(lua_State *L, potts_system *s)

@@ -1,0 +1,45 @@
+/* traj_lua.h — the Lua side of trajectories and checkpoints (carlo.trajectory, carlo.load),
+ * and what a model's run loop needs to write a frame every m sweeps from C:
+ *
+ *   traj_sink sink;                                               -- in sys:run's binding
+ *   o.every = traj_lua_sink(L, 2, 1, "lj:run", sys->step, &sink);  -- keys every, trajectory
+ *   ... every m sweeps, in C:  if (traj_sink_write(&sink)) stop with carlo_errmsg()
+ *
+ * The sink writes the system's carlo_model.frame; a model needs no trajectory code. */
+#ifndef CARLO_TRAJ_LUA_H
+#define CARLO_TRAJ_LUA_H
+
+#include <lua.h>
+#include <stdint.h>
+
+#include "core/system.h"
+#include "traj/traj.h"
+
+#define TRAJ_MT "carlo.trajectory"
+
+/* The open trajectory at idx, or a Lua error naming where. */
+traj_file *traj_lua_check(lua_State *L, int idx, const char *where);
+
+typedef struct traj_sink {
+    traj_file *tr;            /* NULL: no trajectory */
+    const carlo_model *model;
+    void *sys;                /* the system's userdata */
+} traj_sink;
+
+/* Keys `trajectory` (a carlo.trajectory opened "w" or "a") and `every` (sweeps between
+ * frames) of the keyword table at args, for the system at sys_idx whose step is `step`.
+ * Returns every, or 0 when neither key is given; one without the other is a Lua error.
+ * A file opened "a" drops here its frames past `step` (a restarted run writes on). The
+ * caller lists both keys among its allowed ones; the table must stay on the stack while
+ * the sink is used. */
+uint64_t traj_lua_sink(lua_State *L, int args, int sys_idx, const char *where, uint64_t step,
+                       traj_sink *sink);
+
+/* Write the system's current frame: 0, or -1 with the message set. No-op without tr. */
+int traj_sink_write(traj_sink *sink);
+int traj_write_system(traj_file *t, const carlo_model *m, void *sys);
+
+/* Adds carlo.trajectory and carlo.load to the module table at -1. */
+void traj_lua_open(lua_State *L);
+
+#endif
