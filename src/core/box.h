@@ -85,14 +85,12 @@ CARLO_HD void carlo_box_wrap(const carlo_box *b, double x[3])
     carlo_box_from_fractional(b, f, x);
 }
 
-/* ---- host only ---- */
-#ifndef __CUDACC__
+/* ---- host functions (box.c) ---- */
 /* An orthorhombic box with sides L[0..dim-1] (Lz = 0 in 2D). */
 carlo_box carlo_box_make(int dim, const double *L);
 /* 0, or -1 with a message naming the bad value (dim, non-finite or non-positive sides). */
 int carlo_box_check(const carlo_box *b);
 /* The six GSD numbers Lx Ly Lz xy xz yz. */
 void carlo_box_gsd(const carlo_box *b, double out[6]);
-#endif
 
 #endif

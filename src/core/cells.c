@@ -41,7 +41,7 @@ int carlo_cells_plan(carlo_cell_grid *g, const carlo_box *b, double w_min, doubl
             g->half[a] = 1;
             g->width[a] = 1.0;
             g->w[a] = 1.0f;
-            g->w_in[a] = nextafterf(1.0f, 0.0f);
+            g->w_in[a] = 1.0f;
             continue;
         }
         double L = b->L[a];
@@ -82,11 +82,27 @@ int carlo_cells_plan(carlo_cell_grid *g, const carlo_box *b, double w_min, doubl
         }
         g->m[a] = (int)m;
         g->half[a] = (int)(m / 2);
-        g->width[a] = L / (double)m;
-        g->w[a] = (float)g->width[a];
-        g->w_in[a] = nextafterf(g->w[a], 0.0f);
+        g->width[a] = L / (double)m; /* rounded to a multiple of q below */
         g->ncells *= m;
     }
+    /* the quantum: a power of two with every value within two cells exact, |x| < 2^24 q */
+    double wide = 0;
+    for (int a = 0; a < b->dim; a++)
+        wide = fmax(wide, g->width[a]);
+    g->q = ldexpf(1.0f, ilogb(2.0 * wide) + 1 - 24);
+    for (int a = 0; a < b->dim; a++) {
+        double wq = rint(g->width[a] / (double)g->q);
+        g->wq[a] = (int32_t)wq;
+        g->w[a] = (float)(wq * (double)g->q);
+        g->width[a] = (double)g->w[a];
+        g->w_in[a] = g->w[a] - g->q;
+        if (!(g->width[a] >= w_min) || !(g->width[a] < w_max))
+            return carlo_seterr("box L%c = %.17g: the cell width %.9g left [%g, %g) when rounded to "
+                                "a multiple of %g", AXES[a], b->L[a], g->width[a], w_min, w_max,
+                                (double)g->q);
+    }
+    for (int a = b->dim; a < 3; a++)
+        g->wq[a] = 1;
     if (g->ncells > (int64_t)UINT32_MAX)
         return carlo_seterr("%lld cells are more than 2^32 - 1", (long long)g->ncells);
     return 0;
@@ -149,18 +165,8 @@ void carlo_cell_data_free(carlo_cell_data *d)
 static void locate(const carlo_cell_grid *g, int a, double r, int *c, float *u)
 {
     double L = (double)g->m[a] * g->width[a];
-    r -= floor(r / L) * L;
-    if (r >= L)
-        r -= L;
-    if (r < 0)
-        r = 0;
-    int k = (int)floor(r / g->width[a]);
-    if (k >= g->m[a])
-        k = g->m[a] - 1;
-    if (k < 0)
-        k = 0;
-    *c = k;
-    *u = carlo_cell_clamp(g, a, (float)(r - (double)k * g->width[a]));
+    r -= floor(r / L) * L; /* keeps r / q far from int64 overflow */
+    carlo_cell_cut(g, a, r, c, u);
 }
 
 int carlo_cells_fill(const carlo_cell_grid *g, const carlo_cell_data *d, int64_t n,
@@ -232,7 +238,7 @@ int carlo_cells_shift_host(const carlo_cell_grid *g, const carlo_cell_data *src,
                            const carlo_cell_data *dst, carlo_cell_shift sh)
 {
     int64_t over = -1;
-#pragma omp parallel for schedule(static) reduction(max : over)
+#pragma omp parallel for schedule(static) reduction(max : over) if (g->ncells > 4096)
     for (int64_t c = 0; c < g->ncells; c++) {
         int xyz[3];
         carlo_cell_coords(g, c, xyz);
@@ -253,7 +259,7 @@ int carlo_cells_regrid_host(const carlo_cell_grid *og, const carlo_cell_data *sr
                             const double lam[3])
 {
     int over = 0;
-#pragma omp parallel for schedule(static) reduction(max : over)
+#pragma omp parallel for schedule(static) reduction(max : over) if (ng->ncells > 4096)
     for (int64_t c = 0; c < ng->ncells; c++) {
         int xyz[3];
         carlo_cell_coords(ng, c, xyz);

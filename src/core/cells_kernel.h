@@ -11,7 +11,14 @@
  * and the cell index puts even x first, then odd x (x is fastest, then y, then z), so that the
  * threads of one checkerboard set read consecutive addresses:
  *     c = (z * my + y) * mx + (x even ? x / 2 : mx / 2 + x / 2).
- * Slots at and beyond count[c] hold CARLO_CELL_EMPTY (position) and 0xffffffff (words). */
+ * Slots at and beyond count[c] hold CARLO_CELL_EMPTY (position) and 0xffffffff (words).
+ *
+ * Exact frames: every local coordinate and every cell width is an integer multiple of a power
+ * of two q chosen so that all values within two cells (|x| < 2^24 q) are floats exactly. Then
+ * moving a coordinate from one cell's frame to another's (u - d in the cell shift, u + w for a
+ * neighbour) is exact, a pair's separation t - (p + s) is the same float in every frame, and an
+ * overlap test made in one frame holds in all of them. The grid's box is m w exactly: the box
+ * of record (within m q / 2 of the box asked for). */
 #ifndef CARLO_CELLS_KERNEL_H
 #define CARLO_CELLS_KERNEL_H
 
@@ -34,9 +41,11 @@ typedef struct carlo_cell_grid {
     int nmax;         /* particle slots per cell */
     int naux;         /* 32-bit words a particle carries besides its position (0..8) */
     int64_t ncells;   /* m[0] m[1] m[2] */
-    double width[3];  /* the cell edge L / m in double: the geometry of record */
-    float w[3];       /* (float) width: the local frame every kernel computes in */
-    float w_in[3];    /* the largest float below w: where rounding puts a coordinate that hit w */
+    double width[3];  /* the cell edge: L / m rounded to a multiple of q (exact as a float) */
+    float w[3];       /* the same width as a float: the local frame every kernel computes in */
+    float w_in[3];    /* w - q: the largest coordinate a particle can have in its cell */
+    float q;          /* the quantum of every coordinate: a power of two */
+    int32_t wq[3];    /* w / q */
 } carlo_cell_grid;
 
 /* Where the cells are: host or device memory alike. */
@@ -113,7 +122,7 @@ CARLO_HD int64_t carlo_cell_neighbor(const carlo_cell_grid *g, const int xyz[3],
     return carlo_cell_index(g, n[0], n[1], n[2]);
 }
 
-/* Bring a local coordinate that rounding pushed onto the cell's edge back inside [0, w). */
+/* Keep a local coordinate inside [0, w) (a guard: exact frames never need it). */
 CARLO_HD float carlo_cell_clamp(const carlo_cell_grid *g, int axis, float u)
 {
     if (!(u < g->w[axis]))
@@ -121,6 +130,27 @@ CARLO_HD float carlo_cell_clamp(const carlo_cell_grid *g, int axis, float u)
     if (!(u >= 0.0f))
         return 0.0f;
     return u;
+}
+
+/* The multiple of q nearest to x (ties to even, the same on host and device; symmetric under
+ * negation). */
+CARLO_HD float carlo_cell_quantize(const carlo_cell_grid *g, float x)
+{
+    return rintf(x * (1.0f / g->q)) * g->q;
+}
+
+/* Cut an offset r >= 0 from the origin along axis a (double, any size) into a cell k and a
+ * local coordinate u, rounding r to a multiple of q first; integer arithmetic from there, so
+ * the cut is exact and the same everywhere. */
+CARLO_HD void carlo_cell_cut(const carlo_cell_grid *g, int a, double r, int *k, float *u)
+{
+    int64_t rq = (int64_t)rint(r / (double)g->q);
+    int64_t wq = g->wq[a], L = (int64_t)g->m[a] * wq;
+    rq %= L;
+    if (rq < 0)
+        rq += L;
+    *k = (int)(rq / wq);
+    *u = (float)(rq - (int64_t)*k * wq) * g->q;
 }
 
 /* An unbiased integer in [0, n) from word r, falling back to the stream (seed, purpose, step,
@@ -169,7 +199,8 @@ CARLO_HD carlo_cell_shift carlo_cells_shift_draw(const carlo_cell_grid *g, uint6
     carlo_cell_shift sh;
     sh.axis = (int)(k >> 1);
     sh.dir = (k & 1) ? -1 : 1;
-    sh.d = carlo_u01f(r.v[1]) * (0.5f * g->w[sh.axis]);
+    /* a multiple of q, so that u - d is exact */
+    sh.d = carlo_cell_quantize(g, carlo_u01f(r.v[1]) * (0.5f * g->w[sh.axis]));
     return sh;
 }
 
@@ -245,29 +276,16 @@ CARLO_HD int carlo_cell_shift_gather(const carlo_cell_grid *g, const carlo_cell_
 }
 
 /* Where a particle goes when the box is scaled by lam[a] along each axis (about the grid's
- * origin) and re-cut into the cells of grid ng: its offset from the origin r = c W + u is
- * scaled in double, then cut again. Used by volume moves and compression; a pure function, so
- * whichever thread evaluates it gets the same answer. */
+ * origin) and re-cut into the cells of grid ng: its offset from the origin r = c w + u (exact
+ * in double) is scaled, then cut again (carlo_cell_cut). Used by volume moves and compression;
+ * a pure function, so whichever thread evaluates it gets the same answer. */
 CARLO_HD void carlo_cell_regrid_map(const carlo_cell_grid *og, const carlo_cell_grid *ng,
                                     const double lam[3], const int c[3], const float u[3],
                                     int cn[3], float un[3])
 {
     for (int a = 0; a < og->dim; a++) {
         double r = ((double)c[a] * og->width[a] + (double)u[a]) * lam[a];
-        double W = ng->width[a];
-        int k = (int)floor(r / W);
-        double v = r - (double)k * W;
-        if (k >= ng->m[a])
-            k -= ng->m[a];
-        else if (k < 0)
-            k += ng->m[a];
-        cn[a] = k;
-        float f = (float)v;
-        if (!(f < ng->w[a]))
-            f = ng->w_in[a];
-        if (!(f >= 0.0f))
-            f = 0.0f;
-        un[a] = f;
+        carlo_cell_cut(ng, a, r, &cn[a], &un[a]);
     }
     if (og->dim == 2) {
         cn[2] = 0;
@@ -285,6 +303,12 @@ CARLO_HD int carlo_cell_regrid_gather(const carlo_cell_grid *og, const carlo_cel
 {
     int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     for (int a = 0; a < og->dim; a++) {
+        if (og->m[a] == ng->m[a]) {
+            /* same cut: r' = r L'/L = c w' + u w'/w stays in cell c (u <= w - q keeps it at
+             * least q from the far edge), so only the same old cell can contribute */
+            lo[a] = hi[a] = xyz[a];
+            continue;
+        }
         lo[a] = (int)((int64_t)xyz[a] * og->m[a] / ng->m[a]) - 1;
         hi[a] = (int)((int64_t)(xyz[a] + 1) * og->m[a] / ng->m[a]) + 1;
         if (hi[a] - lo[a] + 1 >= og->m[a]) { /* the range wraps onto itself: take each once */

@@ -79,9 +79,10 @@ static void test_plan(void)
     rc = carlo_cells_plan(&g, &b, 1.0, sqrt(2.0), 1.0, 4, 1);
     ok = rc == 0 && g.width[0] >= 1.0 && g.width[0] < 1.0 + 2.0 / 271;
     CHECK("unit/core/cells/plan-narrowest", ok, "w = %g", g.width[0]);
-    CHECK("unit/core/cells/plan-float-frame",
-          g.w[0] == (float)g.width[0] && g.w_in[0] < g.w[0] && nextafterf(g.w_in[0], 2.0f) == g.w[0],
-          "w = %.9g, w_in = %.9g", (double)g.w[0], (double)g.w_in[0]);
+    CHECK("unit/core/cells/plan-exact-frame",
+          g.w[0] == g.width[0] && g.w_in[0] == g.w[0] - g.q && g.q == ldexpf(1.0f, -22) &&
+              (double)g.wq[0] * g.q == g.width[0] && fabs(g.m[0] * g.width[0] - 271.6) < g.m[0] * g.q,
+          "w = %.9g, w_in = %.9g, q = %g", (double)g.w[0], (double)g.w_in[0], (double)g.q);
     double L3[2] = {3.0, 10.0};
     b = carlo_box_make(2, L3);
     rc = carlo_cells_plan(&g, &b, 1.0, sqrt(2.0), sqrt(2.0), 4, 1);
@@ -224,11 +225,8 @@ static void test_shift(int dim, int64_t n, int shifts, const char *name)
     positions_by_tag(&g, &d[cur], n, origin, x1);
     double moved = max_moved(&b, n, x0, x1);
     snprintf(full, sizeof full, "unit/core/cells/%s-positions-kept", name);
-    /* each shift rounds the shifted coordinate (float, |u| < 1.2, half an ulp < 6e-8) in a
-     * random direction: a random walk of about 5e-8 sqrt(shifts) (measured 1.5e-5 after 1e5
-     * shifts in 2D); a misplaced particle is off by a shift (> 1e-3) or a cell. */
-    CHECK(full, moved < 4e-7 * sqrt((double)shifts), "a particle moved by %.3g after %d shifts", moved,
-          shifts);
+    /* coordinates and shifts are multiples of q: every shift is exact, nothing moves at all */
+    CHECK(full, moved == 0, "a particle moved by %.3g after %d shifts", moved, shifts);
     free(x0);
     free(x1);
     carlo_cell_data_free(&d[0]);
@@ -266,7 +264,7 @@ static void test_regrid(void)
                 double dd = fabs(want - x1[3 * k + a]);
                 if (dd > 0.5 * nb.L[a])
                     dd = nb.L[a] - dd;
-                ok &= dd < 1e-6;
+                ok &= dd <= 0.5 * ng.q * (1 + 1e-9) + 1e-12;
             }
         carlo_cell_data_free(&e);
     }
