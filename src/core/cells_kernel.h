@@ -295,7 +295,7 @@ CARLO_HD void carlo_cell_regrid_map(const carlo_cell_grid *og, const carlo_cell_
 
 /* Cell xyz of grid ng, gathered from the cells of og whose particles can land in it after the
  * scaling (a range of old cells per axis, walked in index order so the result is the same on
- * every backend). Returns the number received (more than nmax: an overflow, which for hard
+ * every backend). To scale the box itself, lam[a] is ng's side over og's. Returns the number received (more than nmax: an overflow, which for hard
  * particles can only mean overlaps). */
 CARLO_HD int carlo_cell_regrid_gather(const carlo_cell_grid *og, const carlo_cell_data *src,
                                       const carlo_cell_grid *ng, const carlo_cell_data *dst,
@@ -303,9 +303,11 @@ CARLO_HD int carlo_cell_regrid_gather(const carlo_cell_grid *og, const carlo_cel
 {
     int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     for (int a = 0; a < og->dim; a++) {
-        if (og->m[a] == ng->m[a]) {
-            /* same cut: r' = r L'/L = c w' + u w'/w stays in cell c (u <= w - q keeps it at
-             * least q from the far edge), so only the same old cell can contribute */
+        double Lo = (double)og->m[a] * og->width[a], Ln = (double)ng->m[a] * ng->width[a];
+        if (og->m[a] == ng->m[a] && lam[a] >= 0.75 && fabs(lam[a] * Lo - Ln) <= 0.25 * ng->q) {
+            /* the same cut, scaled to the new box: r' = lam (c w + u) is within q/4 of
+             * c w' + u w'/w, and u <= w - q keeps that more than q/2 from either edge, so the
+             * particle stays in cell c and only the same old cell can contribute */
             lo[a] = hi[a] = xyz[a];
             continue;
         }
