@@ -257,9 +257,20 @@ static int construct(lua_State *L, int dim)
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     p.device = resolve_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
+    lua_Integer step = 0; /* a snapshot's step carries on (trajectories continue their numbering) */
+    if (snap) {
+        lua_getfield(L, 1, "init");
+        if (lua_getfield(L, -1, "step") != LUA_TNIL) {
+            step = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+            if (step < 0)
+                return fail(L, "%s: init.step must be an integer >= 0", where);
+        }
+        lua_pop(L, 2);
+    }
     hard_system *s = hard_create(&p);
     if (!s)
         return carlo_raise(L, where);
+    s->step = (uint64_t)step;
     push_system(L, s);
     return 1;
 }
@@ -751,6 +762,12 @@ static int l_index(lua_State *L)
             lua_pushnumber(L, s->P);
         else
             lua_pushnil(L);
+    } else if (strcmp(k, "block") == 0) {
+        lua_createtable(L, 2, 0);
+        lua_pushinteger(L, s->block[0]);
+        lua_rawseti(L, -2, 1);
+        lua_pushinteger(L, s->block[1]);
+        lua_rawseti(L, -2, 2);
     } else if (strcmp(k, "cells") == 0) {
         lua_createtable(L, 0, 4);
         lua_createtable(L, s->dim, 0);
@@ -799,6 +816,20 @@ static int l_newindex(lua_State *L)
         if (!isnum || !(v > 0) || v > 1)
             return fail(L, "hard: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, 3, NULL));
         s->dlnV = v;
+    } else if (strcmp(k, "block") == 0) {
+        /* the GPU sub-sweep's thread block: whole warps, within the kernel's launch bounds */
+        int limit = s->dim == 2 ? 1024 : 256;
+        lua_Integer b[2] = {0, 0};
+        if (lua_type(L, 3) == LUA_TTABLE && lua_rawlen(L, 3) == 2)
+            for (int i = 0; i < 2; i++) {
+                lua_rawgeti(L, 3, i + 1);
+                b[i] = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+                lua_pop(L, 1);
+            }
+        if (b[0] < 1 || b[1] < 1 || b[0] * b[1] > limit || (b[0] * b[1]) % 32)
+            return fail(L, "hard: block must be { x, y } with x y a multiple of 32 up to %d", limit);
+        s->block[0] = (int)b[0];
+        s->block[1] = (int)b[1];
     } else if (strcmp(k, "P") == 0) {
         if (lua_isnil(L, 3)) {
             s->npt = 0;
@@ -810,7 +841,7 @@ static int l_newindex(lua_State *L)
         s->P = v;
         s->npt = 1;
     } else {
-        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV)", k);
+        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV, block)", k);
     }
     return 0;
 }

@@ -24,8 +24,8 @@ check.within("lua/hard/fcc-phi", f.phi, 0.55, 1e-6, 1)
 local r = disks{ N = 128, phi = 0.68, seed = 3 } -- random start, compressed
 check.ok("lua/hard/random-compressed", r:verify() and math.abs(r.phi - 0.68) < 1e-6 and r.step == 0,
   ("phi %.9f step %d"):format(r.phi, r.step))
-local r3 = spheres{ N = 600, phi = 0.45, seed = 3 }
-check.ok("lua/hard/random-compressed-3d", r3:verify() and math.abs(r3.phi - 0.45) < 1e-6)
+local r3 = spheres{ N = 400, phi = 0.40, seed = 3 }
+check.ok("lua/hard/random-compressed-3d", r3:verify() and math.abs(r3.phi - 0.40) < 1e-6)
 
 -- errors: impossible input is a Lua error naming the key, never a hang or a crash
 check.raises("lua/hard/err-close-packing", function() disks{ N = 100, phi = 0.91, seed = 1 } end,
@@ -72,8 +72,8 @@ local o = d:observe()
 check.ok("lua/hard/acceptance", o.acceptance.translation > 0.05 and o.acceptance.translation < 0.9,
   ("acceptance %.3f"):format(o.acceptance.translation))
 
-local sp = spheres{ N = 600, phi = 0.50, seed = 5 }
-sp:run{ sweeps = 3000 }
+local sp = spheres{ N = 500, phi = 0.50, init = "fcc", seed = 5 }
+sp:run{ sweeps = 2000 }
 okv, why = sp:verify()
 check.ok("lua/hard/spheres-after-run", okv, why)
 
