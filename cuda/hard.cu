@@ -46,7 +46,7 @@ __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
 
 /* One checkerboard set: thread (a, b, c) of the grid updates cell (2a, 2b, 2c) + the set's
  * parities; consecutive a are consecutive addresses. Every thread reaches the reductions. */
-template <int DIM, int NMAX>
+template <int DIM, int NMAX, int CACHE>
 __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_cell_grid g, float *pos,
                                                         const uint32_t *__restrict__ count, int set,
                                                         hard_moves mv, uint64_t seed, uint64_t step,
@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
     unsigned int tried = 0, accepted = 0;
     if (a < g.half[0] && b < g.half[1]) {
         const int xyz[3] = {2 * a + (set & 1), 2 * b + (set >> 1 & 1), DIM == 3 ? 2 * c + (set >> 2 & 1) : 0};
-        accepted = hard_cell_update(DIM, NMAX, &g, pos, count, xyz, mv, seed, step, &tried);
+        accepted = hard_cell_update(DIM, NMAX, CACHE, &g, pos, count, xyz, mv, seed, step, &tried);
     }
     warp_add(&ctr->tried, tried);
     warp_add(&ctr->accepted, accepted);
@@ -190,12 +190,20 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
     dim3 block((unsigned)bx, (unsigned)by, 1);
     dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx), (unsigned)((gr.half[1] + by - 1) / by),
               (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
-    if (gr.dim == 2)
-        subsweep_kernel<2, HARD_NMAX_2D><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
-                                                          s->seed, step, g->ctr);
+    /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers and
+     * three quarters of the occupancy, so the cell stays in memory (L1) */
+    if (gr.dim == 2 && s->variant == 1)
+        subsweep_kernel<2, HARD_NMAX_2D, 1><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                             s->seed, step, g->ctr);
+    else if (gr.dim == 2)
+        subsweep_kernel<2, HARD_NMAX_2D, 0><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                             s->seed, step, g->ctr);
+    else if (s->variant == 1)
+        subsweep_kernel<3, HARD_NMAX_3D, 1><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                             s->seed, step, g->ctr);
     else
-        subsweep_kernel<3, HARD_NMAX_3D><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
-                                                          s->seed, step, g->ctr);
+        subsweep_kernel<3, HARD_NMAX_3D, 0><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                             s->seed, step, g->ctr);
     CK(cudaGetLastError());
     return 0;
 }

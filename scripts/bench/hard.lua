@@ -90,15 +90,20 @@ if has_gpu then
   row("block", "n_M=1", "n_M=2", "n_M=4", "n_M=8")
   local g = square_disks(side, 0.698, "gpu")
   g:run{ sweeps = 100 }
-  for _, b in ipairs{ { 32, 1 }, { 32, 2 }, { 32, 4 }, { 32, 8 }, { 64, 2 }, { 64, 4 }, { 128, 1 },
-    { 128, 2 }, { 256, 1 }, { 16, 8 }, { 8, 16 } } do
-    g.block = b
-    local cells = {}
-    for _, m in ipairs{ 1, 2, 4, 8 } do
-      g.moves = m
-      cells[#cells + 1] = ("%.3e"):format(rate(g, 10, 40, quick and 3 or 5))
+  for _, v in ipairs{ "registers", "memory" } do
+    g.variant = v
+    for _, b in ipairs{ { 32, 1 }, { 32, 2 }, { 32, 4 }, { 32, 8 }, { 64, 2 }, { 64, 4 }, { 128, 1 },
+      { 128, 2 }, { 256, 1 }, { 16, 8 }, { 8, 16 } } do
+      if v == "registers" or b[2] == 4 or b[1] == 128 then
+        g.block = b
+        local cells = {}
+        for _, m in ipairs{ 1, 2, 4, 8 } do
+          g.moves = m
+          cells[#cells + 1] = ("%.3e"):format(rate(g, 10, 40, quick and 3 or 5))
+        end
+        row(("%dx%d %s"):format(b[1], b[2], v), table.unpack(cells))
+      end
     end
-    row(("%dx%d"):format(b[1], b[2]), table.unpack(cells))
   end
   g:close()
 end
@@ -113,11 +118,14 @@ if has_gpu then
   g3 = rate(g, 100, 100, quick and 3 or 11)
   local best = g3
   block3 = table.concat(g.block, "x")
-  for _, b in ipairs{ { 32, 2 }, { 64, 2 }, { 32, 8 }, { 128, 2 }, { 256, 1 } } do
-    g.block = b
-    local r = rate(g, 10, 50, quick and 3 or 5)
-    print(("#   block %dx%d: %.3e moves/s"):format(b[1], b[2], r))
-    if r > best then best = r; block3 = ("%dx%d (best)"):format(b[1], b[2]) end
+  for _, v in ipairs{ "memory", "registers" } do
+    g.variant = v
+    for _, b in ipairs{ { 32, 4 }, { 32, 2 }, { 64, 2 }, { 32, 8 }, { 128, 2 }, { 256, 1 } } do
+      g.block = b
+      local r = rate(g, 10, 50, quick and 3 or 5)
+      print(("#   variant %s, block %dx%d: %.3e moves/s"):format(v, b[1], b[2], r))
+      if r > best then best = r; block3 = ("%dx%d %s (best)"):format(b[1], b[2], v) end
+    end
   end
   g3 = best
   g:close()

@@ -38,6 +38,28 @@ static int plan(carlo_cell_grid *g, const carlo_box *b, double w_pref)
                             b->dim == 2 ? HARD_NMAX_2D : HARD_NMAX_3D, 1);
 }
 
+/* Box sides without a grid: no even m has 1 <= L/m < w_max when m w_max < L < m + 2. Returns
+ * the lowest such gap [*lo, *hi) meeting the scaling of side L from L_from down to L_to (the
+ * compression's path), or 0 when the path has a grid all the way. */
+static int grid_gap(int dim, double L_from, double L_to, double *lo, double *hi)
+{
+    const double w = wmax(dim);
+    if (L_to < 2.0) {
+        *lo = 0;
+        *hi = 2;
+        return 1;
+    }
+    for (double m = 2; m * w < L_from; m += 2) {
+        double a = m * w, b = m + 2;
+        if (a < b && b > L_to && a <= L_from) {
+            *lo = a;
+            *hi = b;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int fail_dead(hard_system *s)
 {
     s->dead = s->device == CARLO_GPU;
@@ -229,6 +251,7 @@ static hard_system *alloc_system(int dim, int64_t N, const carlo_box *box, carlo
     s->dlnV = 0.1 / (double)N;
     s->block[0] = 32; /* MPMC's fastest on the K20; scripts/bench/hard.lua tries others */
     s->block[1] = 4;
+    s->variant = dim == 2 ? 1 : 0; /* see cuda/hard.cu: registers for 4 slots, memory for 12 */
     if (be->create(s)) {
         hard_destroy(s);
         return NULL;
@@ -324,12 +347,34 @@ hard_system *hard_create(const hard_params *p)
     int rc = 0;
     if (p->init == HARD_INIT_RANDOM) {
         /* a random start at low density, compressed to the target (MPMC Sec. 4) */
-        double phi0 = fmin(phi, p->dim == 2 ? 0.45 : 0.30);
+        const double phi_rsa = p->dim == 2 ? 0.45 : 0.30, rsa_limit = p->dim == 2 ? 0.52 : 0.36;
+        double phi0 = fmin(phi, phi_rsa);
+        /* the compression scales every side from L * grow down to L; a side length without a
+         * cell grid on that path would stop it: start below such a gap when RSA reaches */
+        for (int a = 0; a < p->dim && phi0 < phi; a++) {
+            double lo, hi, L = p->box.L[a], grow = pow(phi / phi0, 1.0 / p->dim);
+            if (grid_gap(p->dim, L * grow, L, &lo, &hi)) {
+                if (!(L < lo)) {
+                    free(x);
+                    carlo_seterr("box side %.6g cannot be cut into an even number of cells of width "
+                                 "in [1, %.6g)", L, wmax(p->dim));
+                    return NULL;
+                }
+                phi0 = phi * pow(L / (lo * (1 - 1e-3)), (double)p->dim);
+                if (phi0 > rsa_limit) {
+                    free(x);
+                    carlo_seterr("a random start at N = %lld would be compressed through box sides "
+                                 "in [%.4g, %.4g), which have no cell grid; use more particles or a "
+                                 "lattice start", (long long)p->N, lo, hi);
+                    return NULL;
+                }
+            }
+        }
         carlo_box b0 = p->box;
         double grow = pow(phi / phi0, 1.0 / p->dim);
         for (int a = 0; a < p->dim; a++)
             b0.L[a] *= grow;
-        if (phi0 == phi)
+        if (phi0 >= phi)
             b0 = p->box;
         s = alloc_system(p->dim, p->N, &b0, p->device, p->seed, p->w_pref);
         rc = !s || random_positions(p->dim, p->N, &b0, p->seed, x) || place(s, x);
@@ -495,8 +540,9 @@ int hard_volume_move(hard_system *s)
     for (int a = 0; a < s->dim; a++)
         nb.L[a] *= lam;
     carlo_cell_grid ng;
-    if (plan(&ng, &nb, s->w_pref))
-        return 0; /* no grid for so small a box: weight zero */
+    if (plan(&ng, &nb, s->w_pref)) /* rejecting would truncate the volume distribution */
+        return carlo_seterr("NPT: the box side reached %.6g, which has no cell grid (sides from 6 in "
+                            "2D, from 8 in 3D always have one): simulate more particles", nb.L[0]);
     double V = carlo_box_volume(&s->box);
     carlo_box real = carlo_cells_box(&ng);
     double Vn = carlo_box_volume(&real);
@@ -535,6 +581,13 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
     double phi = hard_phi(s);
     if (o->phi <= phi)
         return 0;
+    for (int a = 0; a < s->dim; a++) {
+        double lo, hi, L = s->box.L[a], Lt = L * pow(phi / o->phi, 1.0 / s->dim);
+        if (grid_gap(s->dim, L, Lt, &lo, &hi))
+            return carlo_seterr("compressing to phi = %.6g takes box sides through [%.4g, %.4g), which "
+                                "have no cell grid (cells of width in [1, %.6g), an even number)",
+                                o->phi, lo, hi, wmax(s->dim));
+    }
     const int active = !o->quiet && !carlo_quiet && isatty(2);
     const double start = carlo_now();
     double last = start, mark_phi = phi;
@@ -543,8 +596,8 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
     const uint64_t window = 5000;
     int rc = 0;
     while (phi < o->phi) {
-        for (uint64_t k = 0; k < between; k++)
-            if (hard_sweep(s))
+        for (uint64_t k = 0; k < between; k++) /* NVT sweeps, even in an NPT system */
+            if (sweep_nvt(s))
                 return -1;
         sweeps += between;
         int64_t over;

@@ -59,6 +59,8 @@ typedef struct hard_system {
     double dlnV;            /* largest change of ln V per volume move */
     hard_counts counts;     /* host part: volume moves; translations live in the backend */
     int block[2];           /* GPU sub-sweep thread block (x, y): tuning only, no physics */
+    int variant;            /* cell update: 0 the active cell read in memory, 1 held in registers
+                               (same results; speed only: default 1 in 2D, 0 in 3D) */
     const struct hard_backend *be;
     void *impl;
     int dead;

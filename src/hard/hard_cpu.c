@@ -94,6 +94,7 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
     const int64_t n = carlo_cell_set_size(&g);
     const hard_moves mv = s->mv;
     const uint64_t seed = s->seed;
+    const int cache = s->variant == 1;
     float *pos = im->cur.pos;
     const uint32_t *count = im->cur.count;
     uint64_t tried = 0, accepted = 0;
@@ -103,9 +104,11 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
         uint32_t tr;
         carlo_cell_active(&g, set, t, xyz);
         if (g.dim == 2)
-            accepted += hard_cell_update(2, HARD_NMAX_2D, &g, pos, count, xyz, mv, seed, step, &tr);
+            accepted += cache ? hard_cell_update(2, HARD_NMAX_2D, 1, &g, pos, count, xyz, mv, seed, step, &tr)
+                              : hard_cell_update(2, HARD_NMAX_2D, 0, &g, pos, count, xyz, mv, seed, step, &tr);
         else
-            accepted += hard_cell_update(3, HARD_NMAX_3D, &g, pos, count, xyz, mv, seed, step, &tr);
+            accepted += cache ? hard_cell_update(3, HARD_NMAX_3D, 1, &g, pos, count, xyz, mv, seed, step, &tr)
+                              : hard_cell_update(3, HARD_NMAX_3D, 0, &g, pos, count, xyz, mv, seed, step, &tr);
         tried += tr;
     }
     im->tried += tried;

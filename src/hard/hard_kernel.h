@@ -200,11 +200,15 @@ HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const car
 }
 
 /* MPMC Algorithm 2 for one active cell: n_M trial moves. Returns the number accepted; the cell
- * was empty when *tried stays 0. dim and nmax are literal constants at every call site, so the
- * compilers unroll the slot loops and keep the cell in registers. */
-HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const carlo_cell_grid *g,
-                                      float *pos, const uint32_t *count, const int xyz[3],
-                                      hard_moves mv, uint64_t seed, uint64_t step, uint32_t *tried)
+ * was empty when *tried stays 0. dim, nmax and cache are literal constants at every call site,
+ * so the compilers unroll the slot loops. With cache = 1 the cell's particles are held in
+ * registers (the paper keeps them in shared memory); with cache = 0 they are read from and
+ * written to the cell storage directly (no other thread touches an active cell), which saves
+ * registers where a cell has many slots. Both make the same decisions from the same floats. */
+HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int cache,
+                                      const carlo_cell_grid *g, float *pos, const uint32_t *count,
+                                      const int xyz[3], hard_moves mv, uint64_t seed, uint64_t step,
+                                      uint32_t *tried)
 {
     const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
     int n = (int)count[c];
@@ -214,11 +218,13 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const carlo
     if (n > nmax)
         n = nmax;
     float own[HARD_NMAX][3];
-    HARD_UNROLL
-    for (int i = 0; i < nmax; i++)
+    if (cache) {
         HARD_UNROLL
-        for (int a = 0; a < 3; a++)
-            own[i][a] = a < dim ? pos[carlo_cell_slot(g, c, i, a)] : 0.0f;
+        for (int i = 0; i < nmax; i++)
+            HARD_UNROLL
+            for (int a = 0; a < 3; a++)
+                own[i][a] = a < dim ? pos[carlo_cell_slot(g, c, i, a)] : 0.0f;
+    }
     const uint64_t perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
     const float zero[3] = {0.0f, 0.0f, 0.0f};
     uint32_t accepted = 0;
@@ -229,35 +235,60 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const carlo
             k = 0;
         float t[3] = {0.0f, 0.0f, 0.0f}, disp[3];
         hard_displacement(g, dim, mv.d, seed, step, (uint32_t)c, (uint32_t)s, disp);
-        HARD_UNROLL
-        for (int j = 0; j < nmax; j++) /* t = own[i] + disp, without indexing by i */
-            if (j == i)
-                HARD_UNROLL
-                for (int a = 0; a < dim; a++)
-                    t[a] = own[j][a] + disp[a];
+        if (cache) {
+            HARD_UNROLL
+            for (int j = 0; j < nmax; j++) /* t = own[i] + disp, without indexing by i */
+                if (j == i)
+                    HARD_UNROLL
+                    for (int a = 0; a < dim; a++)
+                        t[a] = own[j][a] + disp[a];
+        } else {
+            HARD_UNROLL
+            for (int a = 0; a < dim; a++)
+                t[a] = pos[carlo_cell_slot(g, c, i, a)] + disp[a];
+        }
         int ok = 1;
         HARD_UNROLL
         for (int a = 0; a < dim; a++)
             ok &= t[a] >= 0.0f && t[a] < g->w[a];
         if (!ok)
             continue;
-        HARD_UNROLL
-        for (int j = 0; j < nmax; j++) /* full loops with static indices keep own[] in registers */
-            if (ok && j != i && j < n && hard_d2(dim, t, own[j], zero) < 1.0f)
-                ok = 0;
+        if (cache) {
+            HARD_UNROLL
+            for (int j = 0; j < nmax; j++) /* full loops with static indices keep own[] in registers */
+                if (ok && j != i && j < n && hard_d2(dim, t, own[j], zero) < 1.0f)
+                    ok = 0;
+        } else {
+            for (int j = 0; j < n && ok; j++) {
+                if (j == i)
+                    continue;
+                float p[3] = {0.0f, 0.0f, 0.0f};
+                HARD_UNROLL
+                for (int a = 0; a < dim; a++)
+                    p[a] = pos[carlo_cell_slot(g, c, j, a)];
+                if (hard_d2(dim, t, p, zero) < 1.0f)
+                    ok = 0;
+            }
+        }
         if (ok && hard_overlaps_neighbors(dim, nmax, g, pos, count, xyz, t))
             ok = 0;
         if (!ok)
             continue;
-        HARD_UNROLL
-        for (int j = 0; j < nmax; j++)
-            if (j == i)
-                HARD_UNROLL
-                for (int a = 0; a < dim; a++)
-                    own[j][a] = t[a];
+        if (cache) {
+            HARD_UNROLL
+            for (int j = 0; j < nmax; j++)
+                if (j == i)
+                    HARD_UNROLL
+                    for (int a = 0; a < dim; a++)
+                        own[j][a] = t[a];
+        } else {
+            HARD_UNROLL
+            for (int a = 0; a < dim; a++)
+                pos[carlo_cell_slot(g, c, i, a)] = t[a];
+        }
         accepted++;
     }
-    if (accepted)
+    if (cache && accepted)
         HARD_UNROLL
         for (int i = 0; i < nmax; i++)
             if (i < n)

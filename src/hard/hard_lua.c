@@ -762,6 +762,8 @@ static int l_index(lua_State *L)
             lua_pushnumber(L, s->P);
         else
             lua_pushnil(L);
+    } else if (strcmp(k, "variant") == 0) {
+        lua_pushstring(L, s->variant ? "registers" : "memory");
     } else if (strcmp(k, "block") == 0) {
         lua_createtable(L, 2, 0);
         lua_pushinteger(L, s->block[0]);
@@ -816,6 +818,11 @@ static int l_newindex(lua_State *L)
         if (!isnum || !(v > 0) || v > 1)
             return fail(L, "hard: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, 3, NULL));
         s->dlnV = v;
+    } else if (strcmp(k, "variant") == 0) {
+        const char *v = lua_tostring(L, 3);
+        if (!v || (strcmp(v, "memory") && strcmp(v, "registers")))
+            return fail(L, "hard: variant must be \"memory\" or \"registers\"");
+        s->variant = strcmp(v, "registers") == 0;
     } else if (strcmp(k, "block") == 0) {
         /* the GPU sub-sweep's thread block: whole warps, within the kernel's launch bounds */
         int limit = s->dim == 2 ? 1024 : 256;
@@ -841,7 +848,7 @@ static int l_newindex(lua_State *L)
         s->P = v;
         s->npt = 1;
     } else {
-        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV, block)", k);
+        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV, block, variant)", k);
     }
     return 0;
 }

@@ -74,6 +74,19 @@ b.block = { 128, 2 }
 a:run{ sweeps = 100 }
 b:run{ sweeps = 100 }
 check.ok("gpu/hard/block-shape-invariant", a:snapshot().position == b:snapshot().position)
+-- both forms of the cell update, against the CPU
+for _, v in ipairs{ "memory", "registers" } do
+  c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.52, init = "fcc", seed = 11 })
+  g.variant = v
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/hard/bitwise-spheres-" .. v, c, g)
+  c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex", seed = 12 })
+  g.variant = v
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/hard/bitwise-disks-" .. v, c, g)
+end
 
 -- invariants after long runs at the paper's size and density
 local big = carlo.hard_disks{ N = 256 * 256, phi = 0.698, init = "hex", seed = 7, device = "gpu", quiet = true }

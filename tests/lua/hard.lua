@@ -126,6 +126,21 @@ same = true
 for i = 1, 3 * 1024 do same = same and q1.position[i] == q2.position[i] end
 check.ok("lua/hard/threads-bitwise", same)
 
+-- the two forms of the cell update (the cell in registers or read in memory; the GPU uses
+-- the first for disks and the second for spheres) decide identically
+for _, dim in ipairs{ 2, 3 } do
+  local mk = dim == 2 and disks or spheres
+  local t = dim == 2 and { N = 1024, phi = 0.7, init = "hex", seed = 5 }
+    or { N = 500, phi = 0.5, init = "fcc", seed = 5 }
+  local va, vb = mk(t), mk(t)
+  va.variant = "memory"
+  vb.variant = "registers"
+  va:run{ sweeps = 100 }
+  vb:run{ sweeps = 100 }
+  check.ok(("lua/hard/variants-bitwise-%dd"):format(dim), va:snapshot().position == vb:snapshot().position
+    and va:observe().accepted == vb:observe().accepted)
+end
+
 -- compose the kernels: four sub-sweeps and a shift
 local k = disks{ N = 256, phi = 0.6, init = "hex", seed = 8 }
 for set = 0, 3 do k:subsweep(set) end
