@@ -92,6 +92,14 @@ __global__ void __launch_bounds__(256) pair_kernel(carlo_cell_grid g, const floa
         atomicAdd(&ctr->overlaps, (unsigned long long)over);
 }
 
+/* Ready the counters of one pair scan (and of a trial re-gridding), without a host round trip. */
+__global__ void reset_scan_kernel(dev_counters *ctr)
+{
+    ctr->overlaps = 0;
+    ctr->rflag = 0;
+    ctr->r2min_bits = 0x7f7fffffu; /* FLT_MAX */
+}
+
 /* Pressure histograms of one configuration, in shared memory when they fit. */
 template <int DIM, int NMAX>
 __global__ void __launch_bounds__(256) hist_kernel(carlo_cell_grid g, const float *__restrict__ pos,
@@ -240,46 +248,64 @@ int gpu_shift(hard_system *s, carlo_cell_shift sh)
     return 0;
 }
 
-/* Overlapping pairs and the smallest squared distance of storage d on grid gr. */
-int pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, int64_t *overlaps,
-              double *r2min)
+/* Launch the pair scan of storage d on grid gr (the counters reset by reset_scan_kernel). */
+int launch_pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d)
 {
-    CK(cudaMemset(&g->ctr->overlaps, 0, sizeof(unsigned long long)));
-    const unsigned int big = 0x7f7fffffu; /* FLT_MAX */
-    CK(cudaMemcpy(&g->ctr->r2min_bits, &big, sizeof big, cudaMemcpyHostToDevice));
     unsigned blocks = (unsigned)((gr->ncells + 255) / 256);
     if (gr->dim == 2)
         pair_kernel<2, HARD_NMAX_2D><<<blocks, 256>>>(*gr, d->pos, d->count, g->ctr);
     else
         pair_kernel<3, HARD_NMAX_3D><<<blocks, 256>>>(*gr, d->pos, d->count, g->ctr);
     CK(cudaGetLastError());
+    return 0;
+}
+
+/* The counters after a scan: one round trip. */
+int read_scan(gpu_impl *g, int64_t *overlaps, double *r2min, unsigned int *rflag)
+{
     dev_counters h;
     CK(cudaMemcpy(&h, g->ctr, sizeof h, cudaMemcpyDeviceToHost));
     float best;
     memcpy(&best, &h.r2min_bits, sizeof best);
     *overlaps = (int64_t)(h.overlaps / 2);
     *r2min = (double)best;
+    *rflag = h.rflag;
     if (h.flag & 1u)
         return carlo_seterr("a cell overflowed in the cell shift (overlapping particles?)");
     return 0;
 }
 
+/* Overlapping pairs and the smallest squared distance of storage d on grid gr. */
+int pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, int64_t *overlaps,
+              double *r2min)
+{
+    reset_scan_kernel<<<1, 1>>>(g->ctr);
+    CK(cudaGetLastError());
+    if (launch_pair_scan(g, gr, d))
+        return -1;
+    unsigned int rflag = 0;
+    return read_scan(g, overlaps, r2min, &rflag);
+}
+
+/* Re-grid into the spare storage and scan it there, with a single wait for the device: a cell
+ * that overflowed holds nmax particles and the scan of the rest is wasted but harmless. */
 int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[3], int64_t *overlaps)
 {
     gpu_impl *g = impl(s);
     if (shape_for(&g->spare, &g->spare_grid, ng))
         return -1;
-    CK(cudaMemset(&g->ctr->rflag, 0, sizeof(unsigned int)));
-    if (carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0))
+    reset_scan_kernel<<<1, 1>>>(g->ctr);
+    CK(cudaGetLastError());
+    if (carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0) ||
+        launch_pair_scan(g, ng, &g->spare))
         return -1;
-    unsigned int flag = 0;
-    CK(cudaMemcpy(&flag, &g->ctr->rflag, sizeof flag, cudaMemcpyDeviceToHost));
-    if (flag) {
-        *overlaps = -1;
-        return 0;
-    }
     double r2;
-    return pair_scan(g, ng, &g->spare, overlaps, &r2);
+    unsigned int rflag = 0;
+    if (read_scan(g, overlaps, &r2, &rflag))
+        return -1;
+    if (rflag)
+        *overlaps = -1;
+    return 0;
 }
 
 int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)

@@ -141,8 +141,9 @@ static int lattice_positions(int dim, int64_t N, const carlo_box *b, double *x)
                 }
             }
         if (ny < 0)
-            return carlo_seterr("the box does not hold a hexagonal lattice of %lld disks "
-                                "(use hard_lattice_box)", (long long)N);
+            return carlo_seterr("%lld disks in hexagonal rows (N = nx ny, ny even, spacing a) need "
+                                "a box nx a by ny a sqrt(3)/2, which this box is not: give phi "
+                                "instead of box", (long long)N);
         int64_t nx = N / ny;
         double a = b->L[0] / (double)nx, h = b->L[1] / (double)ny;
         for (int64_t j = 0, k = 0; j < ny; j++)
@@ -159,7 +160,8 @@ static int lattice_positions(int dim, int64_t N, const carlo_box *b, double *x)
     for (int a = 0; a < 3; a++)
         n[a] = (int64_t)floor(b->L[a] / acub + 0.5);
     if (4 * n[0] * n[1] * n[2] != N)
-        return carlo_seterr("the box does not hold an fcc lattice of %lld spheres", (long long)N);
+        return carlo_seterr("%lld spheres on an fcc lattice (N = 4 nx ny nz) need a box of nx, ny, nz "
+                            "cubic cells, which this box is not: give phi instead of box", (long long)N);
     int64_t k = 0;
     for (int64_t i = 0; i < n[0]; i++)
         for (int64_t j = 0; j < n[1]; j++)
