@@ -11,6 +11,7 @@
 local carlo = require "carlo"
 local quick = arg and (arg[1] == "quick" or arg[2] == "quick")
 local has_gpu = #carlo.devices().gpus > 0
+local threads = carlo.threads()
 carlo.quiet(true)
 
 -- A square lattice filling a square box at packing fraction phi (non-overlapping below
@@ -79,7 +80,7 @@ for _, side in ipairs(sides) do
   local c_sweeps = math.max(1, math.floor(2e7 / (2.3 * N)))
   local c_rate = rate(c, math.max(1, c_sweeps // 2), c_sweeps, quick and 1 or 3)
   c:close()
-  carlo.threads(carlo.devices().cpu.threads)
+  carlo.threads(threads)
   row(("%d^2"):format(side), fmt(g_rate), ("%.3e"):format(c_rate),
     has_gpu and ("%.1f"):format(g_rate / c_rate) or "-", block)
 end
@@ -134,5 +135,5 @@ carlo.threads(1)
 local c = carlo.hard_spheres{ N = n3, phi = 0.5, init = "fcc", seed = 1, device = "cpu", quiet = true }
 local c3 = rate(c, 2, math.max(1, math.floor(2e7 / (3 * n3))), quick and 1 or 3)
 c:close()
-carlo.threads(carlo.devices().cpu.threads)
+carlo.threads(threads)
 row(("%d"):format(n3), fmt(g3), ("%.3e"):format(c3), has_gpu and ("%.1f"):format(g3 / c3) or "-", block3)
