@@ -157,28 +157,33 @@ HARD_INLINE void hard_displacement(const carlo_cell_grid *g, int dim, float d, u
 }
 
 /* Whether the point t, inside cell xyz, overlaps a particle of one of the neighbouring cells.
- * A neighbour on the low (high) side along an axis can only be within reach when t is closer
- * than 1 to that face; the test is exact, so the pruning changes no decision. */
+ * A neighbour is skipped when the nearest point of its cell is at least 1 away: the squared
+ * distances to the faces crossed, summed in the order hard_d2 sums, bound every particle's
+ * computed distance from below (all values are exact multiples of q, rounding is monotonic),
+ * so the pruning changes no decision. */
 HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const carlo_cell_grid *g,
                                         const float *pos, const uint32_t *count, const int xyz[3],
                                         const float t[3])
 {
-    int lo[3], hi[3];
+    float lo2[3], hi2[3]; /* squared distances to the low and high faces */
     for (int a = 0; a < 3; a++) {
-        lo[a] = a < dim && t[a] < 1.0f;
-        hi[a] = a < dim && t[a] > g->w[a] - 1.0f;
+        float l = a < dim ? t[a] : 0.0f, h = a < dim ? g->w[a] - t[a] : 0.0f;
+        lo2[a] = l * l;
+        hi2[a] = h * h;
     }
     const int zmin = dim == 3 ? -1 : 0, zmax = dim == 3 ? 1 : 0;
     for (int oz = zmin; oz <= zmax; oz++) {
-        if ((oz < 0 && !lo[2]) || (oz > 0 && !hi[2]))
-            continue;
+        const float fz = oz < 0 ? lo2[2] : (oz > 0 ? hi2[2] : 0.0f);
         for (int oy = -1; oy <= 1; oy++) {
-            if ((oy < 0 && !lo[1]) || (oy > 0 && !hi[1]))
-                continue;
+            const float fy = oy < 0 ? lo2[1] : (oy > 0 ? hi2[1] : 0.0f);
             for (int ox = -1; ox <= 1; ox++) {
-                if ((ox < 0 && !lo[0]) || (ox > 0 && !hi[0]))
-                    continue;
                 if (ox == 0 && oy == 0 && oz == 0)
+                    continue;
+                const float fx = ox < 0 ? lo2[0] : (ox > 0 ? hi2[0] : 0.0f);
+                float near2 = fx + fy;
+                if (dim == 3)
+                    near2 = near2 + fz;
+                if (!(near2 < 1.0f))
                     continue;
                 int off[3] = {ox, oy, oz};
                 float s[3];
