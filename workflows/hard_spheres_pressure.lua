@@ -3,12 +3,12 @@
 -- Started on the lattice, equilibrated, then sampled with both pressure estimators (g(r)
 -- extrapolation and the scale distribution function), blocking error bars.
 --   carlo workflows/hard_spheres_pressure.lua                  a few minutes on one GPU
---   carlo workflows/hard_spheres_pressure.lua sweeps=1e6       longer
--- Arguments (key=value): N (131072 = 4 * 32^3), phi (0.60), sweeps (100000), equilibrate
--- (20000), every (10), seed (1), device (auto).
+--   carlo workflows/hard_spheres_pressure.lua sweeps=5e6       longer
+-- Arguments (key=value): N (131072 = 4 * 32^3), phi (0.60), sweeps (500000), equilibrate
+-- (50000), every (10), seed (1), device (auto).
 local carlo = require "carlo"
 
-local opt = { N = 131072, phi = 0.60, sweeps = 1e5, equilibrate = 2e4, every = 10, seed = 1,
+local opt = { N = 131072, phi = 0.60, sweeps = 5e5, equilibrate = 5e4, every = 10, seed = 1,
               device = "auto" }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^(%w+)=(.+)$")
