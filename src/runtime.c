@@ -10,6 +10,7 @@
 #include "core/array.h"
 #include "core/core_lua.h"
 #include "core/device.h"
+#include "hard/hard_lua.h"
 #include "potts/potts_lua.h"
 #include "traj/traj_lua.h"
 #include "runtime.h"
@@ -24,6 +25,7 @@ static void (*const openers[])(lua_State *L) = {
     carlo_core_lua_open,
     potts_lua_open,
     traj_lua_open,
+    hard_lua_open,
 };
 
 struct carlo_lua_source {

@@ -1,0 +1,115 @@
+/* cells.cu — see cells.h. */
+#include "cells.h"
+
+#include <string.h>
+
+extern "C" {
+#include "core/cells.h"
+#include "core/error.h"
+}
+#include "check.h"
+
+namespace {
+
+const int THREADS = 256;
+
+__global__ void clear_kernel(carlo_cell_grid g, carlo_cell_data d)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < g.ncells)
+        carlo_cell_close(&g, &d, c, 0);
+}
+
+__global__ void shift_kernel(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data dst,
+                             carlo_cell_shift sh, unsigned int *flag)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= g.ncells)
+        return;
+    int xyz[3];
+    carlo_cell_coords(&g, c, xyz);
+    if (carlo_cell_shift_gather(&g, &src, &dst, xyz, sh) > g.nmax)
+        atomicOr(flag, 1u);
+}
+
+struct lam3 {
+    double v[3];
+};
+
+__global__ void regrid_kernel(carlo_cell_grid og, carlo_cell_data src, carlo_cell_grid ng,
+                              carlo_cell_data dst, lam3 lam, unsigned int *flag)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= ng.ncells)
+        return;
+    int xyz[3];
+    carlo_cell_coords(&ng, c, xyz);
+    if (carlo_cell_regrid_gather(&og, &src, &ng, &dst, lam.v, xyz) > ng.nmax)
+        atomicOr(flag, 2u);
+}
+
+unsigned blocks_for(int64_t n) { return (unsigned)((n + THREADS - 1) / THREADS); }
+
+} // namespace
+
+int carlo_cells_dev_alloc(const carlo_cell_grid *g, carlo_cell_data *d)
+{
+    memset(d, 0, sizeof *d);
+    size_t np = carlo_cells_pos_len(g), na = carlo_cells_aux_len(g);
+    CK_MALLOC(&d->pos, carlo_mulsize(np, sizeof(float)), "cell positions");
+    if (na)
+        CK_MALLOC(&d->aux, carlo_mulsize(na, sizeof(uint32_t)), "cell words");
+    CK_MALLOC(&d->count, carlo_mulsize((size_t)g->ncells, sizeof(uint32_t)), "cell counts");
+    clear_kernel<<<blocks_for(g->ncells), THREADS>>>(*g, *d);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+void carlo_cells_dev_free(carlo_cell_data *d)
+{
+    cudaFree(d->pos);
+    cudaFree(d->aux);
+    cudaFree(d->count);
+    memset(d, 0, sizeof *d);
+}
+
+int carlo_cells_dev_upload(const carlo_cell_grid *g, const carlo_cell_data *dev,
+                           const carlo_cell_data *host)
+{
+    CK(cudaMemcpy(dev->pos, host->pos, carlo_cells_pos_len(g) * sizeof(float), cudaMemcpyHostToDevice));
+    if (g->naux)
+        CK(cudaMemcpy(dev->aux, host->aux, carlo_cells_aux_len(g) * sizeof(uint32_t),
+                      cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dev->count, host->count, (size_t)g->ncells * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    return 0;
+}
+
+int carlo_cells_dev_download(const carlo_cell_grid *g, const carlo_cell_data *dev,
+                             const carlo_cell_data *host)
+{
+    CK(cudaMemcpy(host->pos, dev->pos, carlo_cells_pos_len(g) * sizeof(float), cudaMemcpyDeviceToHost));
+    if (g->naux)
+        CK(cudaMemcpy(host->aux, dev->aux, carlo_cells_aux_len(g) * sizeof(uint32_t),
+                      cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(host->count, dev->count, (size_t)g->ncells * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+int carlo_cells_dev_shift(const carlo_cell_grid *g, const carlo_cell_data *src,
+                          const carlo_cell_data *dst, carlo_cell_shift sh, unsigned int *flag,
+                          cudaStream_t stream)
+{
+    shift_kernel<<<blocks_for(g->ncells), THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+int carlo_cells_dev_regrid(const carlo_cell_grid *og, const carlo_cell_data *src,
+                           const carlo_cell_grid *ng, const carlo_cell_data *dst,
+                           const double lam[3], unsigned int *flag, cudaStream_t stream)
+{
+    lam3 l = {{lam[0], lam[1], lam[2]}};
+    regrid_kernel<<<blocks_for(ng->ncells), THREADS, 0, stream>>>(*og, *src, *ng, *dst, l, flag);
+    CK(cudaGetLastError());
+    return 0;
+}

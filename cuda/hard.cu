@@ -1,0 +1,397 @@
+/* hard.cu — the CUDA backend of hard disks and spheres: MPMC Algorithm 2 with one thread per
+ * active cell (src/hard/hard_kernel.h, the same code the CPU runs), the cells in the layout of
+ * Algorithm 3 so that a warp reads consecutive addresses, neighbour cells through the read-only
+ * cache, the cell shift of Algorithm 4 into a second buffer, and volume moves, overlap checks
+ * and pressure histograms without leaving the device. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "core/error.h"
+#include "hard/hard.h"
+}
+#include "cells.h"
+#include "check.h"
+
+namespace {
+
+/* Device counters, one allocation: translation moves, a flag for overflows, overlaps and the
+ * smallest squared distance (as the bits of a positive float, which order like integers). */
+struct dev_counters {
+    unsigned long long tried, accepted, overlaps;
+    unsigned int flag;       /* a cell overflowed in a shift: the system is broken */
+    unsigned int rflag;      /* a cell overflowed in a trial re-gridding: the trial overlaps */
+    unsigned int r2min_bits;
+};
+
+struct gpu_impl {
+    carlo_cell_data cur, spare;
+    carlo_cell_grid cur_grid, spare_grid; /* shapes the storages were allocated for */
+    dev_counters *ctr;
+    unsigned int *hist;                   /* pressure histograms (gr then sdf) */
+    size_t hist_len;
+};
+
+gpu_impl *impl(hard_system *s) { return static_cast<gpu_impl *>(s->impl); }
+
+/* Sum a value over the warp and add it once to a 64-bit counter. */
+__device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    if ((threadIdx.x + threadIdx.y * blockDim.x) % 32 == 0 && v)
+        atomicAdd(to, (unsigned long long)v);
+}
+
+/* One checkerboard set: thread (a, b, c) of the grid updates cell (2a, 2b, 2c) + the set's
+ * parities; consecutive a are consecutive addresses. Every thread reaches the reductions. */
+template <int DIM, int NMAX, int CACHE>
+__global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_cell_grid g, float *pos,
+                                                        const uint32_t *__restrict__ count, int set,
+                                                        hard_moves mv, uint64_t seed, uint64_t step,
+                                                        dev_counters *ctr)
+{
+    const int a = blockIdx.x * blockDim.x + threadIdx.x;
+    const int b = blockIdx.y * blockDim.y + threadIdx.y;
+    const int c = blockIdx.z;
+    unsigned int tried = 0, accepted = 0;
+    if (a < g.half[0] && b < g.half[1]) {
+        const int xyz[3] = {2 * a + (set & 1), 2 * b + (set >> 1 & 1), DIM == 3 ? 2 * c + (set >> 2 & 1) : 0};
+        accepted = hard_cell_update(DIM, NMAX, CACHE, &g, pos, count, xyz, mv, seed, step, &tried);
+    }
+    warp_add(&ctr->tried, tried);
+    warp_add(&ctr->accepted, accepted);
+}
+
+/* Every particle against its neighbours: overlapping pairs (counted from both ends) and the
+ * smallest squared distance. */
+template <int DIM, int NMAX>
+__global__ void __launch_bounds__(256) pair_kernel(carlo_cell_grid g, const float *__restrict__ pos,
+                                                   const uint32_t *__restrict__ count, dev_counters *ctr)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int over = 0;
+    float best = 3.0e38f;
+    if (c < g.ncells) {
+        int xyz[3];
+        carlo_cell_coords(&g, c, xyz);
+        int n = (int)count[c];
+        for (int i = 0; i < n && i < NMAX; i++) {
+            float r2 = hard_particle_scan(DIM, NMAX, &g, pos, count, xyz, i, &over, NULL, NULL);
+            best = fminf(best, r2);
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        best = fminf(best, __shfl_down_sync(0xffffffffu, best, off));
+    if (threadIdx.x % 32 == 0)
+        atomicMin(&ctr->r2min_bits, __float_as_uint(best));
+    for (int off = 16; off > 0; off >>= 1)
+        over += __shfl_down_sync(0xffffffffu, over, off);
+    if (threadIdx.x % 32 == 0 && over)
+        atomicAdd(&ctr->overlaps, (unsigned long long)over);
+}
+
+/* Ready the counters of one pair scan (and of a trial re-gridding), without a host round trip. */
+__global__ void reset_scan_kernel(dev_counters *ctr)
+{
+    ctr->overlaps = 0;
+    ctr->rflag = 0;
+    ctr->r2min_bits = 0x7f7fffffu; /* FLT_MAX */
+}
+
+/* Pressure histograms of one configuration, in shared memory when they fit. */
+template <int DIM, int NMAX>
+__global__ void __launch_bounds__(256) hist_kernel(carlo_cell_grid g, const float *__restrict__ pos,
+                                                   const uint32_t *__restrict__ count, hard_scan sc,
+                                                   unsigned int *global, int shared)
+{
+    extern __shared__ unsigned int sh[];
+    const int bins = sc.gr_bins + sc.sdf_bins;
+    unsigned int *h = shared ? sh : global;
+    if (shared) {
+        for (int k = threadIdx.x; k < bins; k += blockDim.x)
+            sh[k] = 0;
+        __syncthreads();
+    }
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < g.ncells) {
+        int xyz[3];
+        carlo_cell_coords(&g, c, xyz);
+        int n = (int)count[c];
+        for (int i = 0; i < n && i < NMAX; i++) {
+            unsigned int over = 0;
+            float r2 = hard_particle_scan(DIM, NMAX, &g, pos, count, xyz, i, &over, &sc, h);
+            int b = hard_sdf_bin(r2, &sc);
+            if (b >= 0)
+                atomicAdd(&h[sc.gr_bins + b], 1u);
+        }
+    }
+    if (shared) {
+        __syncthreads();
+        for (int k = threadIdx.x; k < bins; k += blockDim.x)
+            if (sh[k])
+                atomicAdd(&global[k], sh[k]);
+    }
+}
+
+bool same_shape(const carlo_cell_grid *a, const carlo_cell_grid *b)
+{
+    return a->dim == b->dim && a->ncells == b->ncells && a->nmax == b->nmax && a->naux == b->naux;
+}
+
+int shape_for(carlo_cell_data *d, carlo_cell_grid *shape, const carlo_cell_grid *g)
+{
+    if (d->pos && same_shape(shape, g))
+        return 0;
+    carlo_cells_dev_free(d);
+    if (carlo_cells_dev_alloc(g, d))
+        return -1;
+    *shape = *g;
+    return 0;
+}
+
+int gpu_create(hard_system *s)
+{
+    gpu_impl *g = static_cast<gpu_impl *>(carlo_calloc(1, sizeof(gpu_impl), "the hard-particle GPU backend"));
+    if (!g)
+        return -1;
+    s->impl = g;
+    CK_MALLOC(&g->ctr, sizeof(dev_counters), "move counters");
+    CK(cudaMemset(g->ctr, 0, sizeof(dev_counters)));
+    if (shape_for(&g->cur, &g->cur_grid, &s->grid) || shape_for(&g->spare, &g->spare_grid, &s->grid))
+        return -1;
+    return 0;
+}
+
+void gpu_destroy(hard_system *s)
+{
+    gpu_impl *g = impl(s);
+    if (!g)
+        return;
+    carlo_cells_dev_free(&g->cur);
+    carlo_cells_dev_free(&g->spare);
+    cudaFree(g->ctr);
+    cudaFree(g->hist);
+    free(g);
+    s->impl = NULL;
+}
+
+int gpu_upload(hard_system *s, const carlo_cell_data *h)
+{
+    gpu_impl *g = impl(s);
+    if (shape_for(&g->cur, &g->cur_grid, &s->grid))
+        return -1;
+    return carlo_cells_dev_upload(&s->grid, &g->cur, h);
+}
+
+int gpu_download(hard_system *s, carlo_cell_data *h)
+{
+    return carlo_cells_dev_download(&s->grid, &impl(s)->cur, h);
+}
+
+int gpu_subsweep(hard_system *s, int set, uint64_t step)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid &gr = s->grid;
+    int bx = s->block[0] > 0 ? s->block[0] : 32, by = s->block[1] > 0 ? s->block[1] : 4;
+    dim3 block((unsigned)bx, (unsigned)by, 1);
+    dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx), (unsigned)((gr.half[1] + by - 1) / by),
+              (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
+    /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers and
+     * three quarters of the occupancy, so the cell stays in memory (L1) */
+    if (gr.dim == 2 && s->variant == 1)
+        subsweep_kernel<2, HARD_NMAX_2D, 1><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                             s->seed, step, g->ctr);
+    else if (gr.dim == 2)
+        subsweep_kernel<2, HARD_NMAX_2D, 0><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                             s->seed, step, g->ctr);
+    else if (s->variant == 1)
+        subsweep_kernel<3, HARD_NMAX_3D, 1><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                             s->seed, step, g->ctr);
+    else
+        subsweep_kernel<3, HARD_NMAX_3D, 0><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                             s->seed, step, g->ctr);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+void swap_data(gpu_impl *g)
+{
+    carlo_cell_data t = g->cur;
+    g->cur = g->spare;
+    g->spare = t;
+    carlo_cell_grid sg = g->cur_grid;
+    g->cur_grid = g->spare_grid;
+    g->spare_grid = sg;
+}
+
+/* Overflows are impossible for hard particles without overlaps; one is checked at the next
+ * synchronising call (counters, transfers), so the shift never waits for the device. */
+int check_flag(gpu_impl *g)
+{
+    unsigned int flag = 0;
+    CK(cudaMemcpy(&flag, &g->ctr->flag, sizeof flag, cudaMemcpyDeviceToHost));
+    if (flag & 1u)
+        return carlo_seterr("a cell overflowed in the cell shift (overlapping particles?)");
+    return 0;
+}
+
+int gpu_shift(hard_system *s, carlo_cell_shift sh)
+{
+    gpu_impl *g = impl(s);
+    if (shape_for(&g->spare, &g->spare_grid, &s->grid))
+        return -1;
+    if (carlo_cells_dev_shift(&s->grid, &g->cur, &g->spare, sh, &g->ctr->flag, 0))
+        return -1;
+    swap_data(g);
+    return 0;
+}
+
+/* Launch the pair scan of storage d on grid gr (the counters reset by reset_scan_kernel). */
+int launch_pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d)
+{
+    unsigned blocks = (unsigned)((gr->ncells + 255) / 256);
+    if (gr->dim == 2)
+        pair_kernel<2, HARD_NMAX_2D><<<blocks, 256>>>(*gr, d->pos, d->count, g->ctr);
+    else
+        pair_kernel<3, HARD_NMAX_3D><<<blocks, 256>>>(*gr, d->pos, d->count, g->ctr);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+/* The counters after a scan: one round trip. */
+int read_scan(gpu_impl *g, int64_t *overlaps, double *r2min, unsigned int *rflag)
+{
+    dev_counters h;
+    CK(cudaMemcpy(&h, g->ctr, sizeof h, cudaMemcpyDeviceToHost));
+    float best;
+    memcpy(&best, &h.r2min_bits, sizeof best);
+    *overlaps = (int64_t)(h.overlaps / 2);
+    *r2min = (double)best;
+    *rflag = h.rflag;
+    if (h.flag & 1u)
+        return carlo_seterr("a cell overflowed in the cell shift (overlapping particles?)");
+    return 0;
+}
+
+/* Overlapping pairs and the smallest squared distance of storage d on grid gr. */
+int pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, int64_t *overlaps,
+              double *r2min)
+{
+    reset_scan_kernel<<<1, 1>>>(g->ctr);
+    CK(cudaGetLastError());
+    if (launch_pair_scan(g, gr, d))
+        return -1;
+    unsigned int rflag = 0;
+    return read_scan(g, overlaps, r2min, &rflag);
+}
+
+/* Re-grid into the spare storage and scan it there, with a single wait for the device: a cell
+ * that overflowed holds nmax particles and the scan of the rest is wasted but harmless. */
+int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[3], int64_t *overlaps)
+{
+    gpu_impl *g = impl(s);
+    if (shape_for(&g->spare, &g->spare_grid, ng))
+        return -1;
+    reset_scan_kernel<<<1, 1>>>(g->ctr);
+    CK(cudaGetLastError());
+    if (carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0) ||
+        launch_pair_scan(g, ng, &g->spare))
+        return -1;
+    double r2;
+    unsigned int rflag = 0;
+    if (read_scan(g, overlaps, &r2, &rflag))
+        return -1;
+    if (rflag)
+        *overlaps = -1;
+    return 0;
+}
+
+int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
+{
+    (void)ng;
+    swap_data(impl(s));
+    return 0;
+}
+
+int gpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
+{
+    gpu_impl *g = impl(s);
+    return pair_scan(g, &s->grid, &g->cur, overlaps, r2min);
+}
+
+int gpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *sdf)
+{
+    gpu_impl *g = impl(s);
+    size_t bins = (size_t)sc->gr_bins + (size_t)sc->sdf_bins;
+    if (g->hist_len < bins) {
+        cudaFree(g->hist);
+        g->hist = NULL;
+        g->hist_len = 0;
+        CK_MALLOC(&g->hist, bins * sizeof(unsigned int), "pressure histograms");
+        g->hist_len = bins;
+    }
+    CK(cudaMemset(g->hist, 0, bins * sizeof(unsigned int)));
+    const carlo_cell_grid &grd = s->grid;
+    unsigned blocks = (unsigned)((grd.ncells + 255) / 256);
+    int shared = bins <= 8192;
+    size_t smem = shared ? bins * sizeof(unsigned int) : 0;
+    if (grd.dim == 2)
+        hist_kernel<2, HARD_NMAX_2D><<<blocks, 256, smem>>>(grd, g->cur.pos, g->cur.count, *sc, g->hist,
+                                                            shared);
+    else
+        hist_kernel<3, HARD_NMAX_3D><<<blocks, 256, smem>>>(grd, g->cur.pos, g->cur.count, *sc, g->hist,
+                                                            shared);
+    CK(cudaGetLastError());
+    unsigned int *h = static_cast<unsigned int *>(carlo_malloc(bins * sizeof(unsigned int), "histograms"));
+    if (!h)
+        return -1;
+    cudaError_t e = cudaMemcpy(h, g->hist, bins * sizeof(unsigned int), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(h);
+        return carlo_cuda_fail(e, "cudaMemcpy(histograms)", __FILE__, __LINE__);
+    }
+    for (int b = 0; b < sc->gr_bins; b++)
+        gr[b] += h[b];
+    for (int b = 0; b < sc->sdf_bins; b++)
+        sdf[b] += h[sc->gr_bins + b];
+    free(h);
+    return check_flag(g);
+}
+
+int gpu_translation_counts(hard_system *s, uint64_t *tried, uint64_t *accepted)
+{
+    gpu_impl *g = impl(s);
+    dev_counters h;
+    CK(cudaMemcpy(&h, g->ctr, sizeof h, cudaMemcpyDeviceToHost));
+    *tried = h.tried;
+    *accepted = h.accepted;
+    if (h.flag & 1u)
+        return carlo_seterr("a cell overflowed in the cell shift (overlapping particles?)");
+    return 0;
+}
+
+int gpu_sync(hard_system *s)
+{
+    CK(cudaDeviceSynchronize());
+    return check_flag(impl(s));
+}
+
+} // namespace
+
+extern "C" const hard_backend hard_cuda_backend = {
+    "gpu",
+    gpu_create,
+    gpu_destroy,
+    gpu_upload,
+    gpu_download,
+    gpu_subsweep,
+    gpu_shift,
+    gpu_scale_trial,
+    gpu_scale_commit,
+    gpu_pair_check,
+    gpu_histograms,
+    gpu_translation_counts,
+    gpu_sync,
+};

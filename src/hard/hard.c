@@ -1,0 +1,921 @@
+/* hard.c — the hard-particle system: creation (random start compressed to the target, lattices,
+ * given positions), sweeps (MPMC Algorithm 1), NPT volume moves, compression, move-size tuning
+ * and the run loop. The backends do the per-cell work; everything decided here is decided on
+ * the host from the same numbers for every backend. */
+#include "hard/hard.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "hard/hard_plain.h"
+
+#define PI 3.14159265358979323846
+
+double hard_close_packing(int dim)
+{
+    return dim == 2 ? PI / (2.0 * sqrt(3.0)) : PI / (3.0 * sqrt(2.0));
+}
+
+double hard_particle_volume(int dim) { return dim == 2 ? PI / 4.0 : PI / 6.0; }
+
+double hard_phi_of(int dim, int64_t N, const carlo_box *b)
+{
+    return (double)N * hard_particle_volume(dim) / carlo_box_volume(b);
+}
+
+double hard_phi(const hard_system *s) { return hard_phi_of(s->dim, s->N, &s->box); }
+
+static double wmax(int dim) { return dim == 2 ? HARD_WMAX_2D : HARD_WMAX_3D; }
+
+static int plan(carlo_cell_grid *g, const carlo_box *b, double w_pref)
+{
+    return carlo_cells_plan(g, b, 1.0, wmax(b->dim), w_pref > 0 ? w_pref : wmax(b->dim),
+                            b->dim == 2 ? HARD_NMAX_2D : HARD_NMAX_3D, 1);
+}
+
+/* Box sides without a grid: no even m has 1 <= L/m < w_max when m w_max < L < m + 2. Returns
+ * the lowest such gap [*lo, *hi) meeting the scaling of side L from L_from down to L_to (the
+ * compression's path), or 0 when the path has a grid all the way. */
+static int grid_gap(int dim, double L_from, double L_to, double *lo, double *hi)
+{
+    const double w = wmax(dim);
+    if (L_to < 2.0) {
+        *lo = 0;
+        *hi = 2;
+        return 1;
+    }
+    for (double m = 2; m * w < L_from; m += 2) {
+        double a = m * w, b = m + 2;
+        if (a < b && b > L_to && a <= L_from) {
+            *lo = a;
+            *hi = b;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int fail_dead(hard_system *s)
+{
+    s->dead = s->device == CARLO_GPU;
+    return -1;
+}
+
+#define ALIVE(s)                                                                   \
+    do {                                                                           \
+        if ((s)->dead)                                                             \
+            return carlo_seterr("this system died on an earlier device error");    \
+    } while (0)
+
+/* ---------- lattices and random starts ---------- */
+
+int hard_lattice_box(int dim, int64_t N, double phi, carlo_box *out)
+{
+    double v0 = hard_particle_volume(dim);
+    if (dim == 2) {
+        /* hexagonal rows: nx per row, ny rows (even, for periodicity), spacing a */
+        int64_t best = -1;
+        double best_q = INFINITY;
+        for (int64_t ny = 2; ny <= N; ny += 2) {
+            if (N % ny)
+                continue;
+            int64_t nx = N / ny;
+            double q = fabs(log((double)nx / ((double)ny * sqrt(3.0) / 2.0)));
+            if (q < best_q) {
+                best_q = q;
+                best = ny;
+            }
+        }
+        if (best < 0)
+            return carlo_seterr("a hexagonal lattice needs N = nx * ny with ny even (got N = %lld)",
+                                (long long)N);
+        double a = sqrt(v0 / phi * 2.0 / sqrt(3.0));
+        double L[2] = {(double)(N / best) * a, (double)best * a * sqrt(3.0) / 2.0};
+        *out = carlo_box_make(2, L);
+        return 0;
+    }
+    if (N % 4)
+        return carlo_seterr("an fcc lattice needs N = 4 nx ny nz (got N = %lld)", (long long)N);
+    int64_t M = N / 4, bx = -1, by = -1, bz = -1;
+    double best_q = INFINITY;
+    for (int64_t nx = 1; nx * nx * nx <= M * 8 && nx <= M; nx++) {
+        if (M % nx)
+            continue;
+        for (int64_t ny = 1; ny <= M / nx; ny++) {
+            if ((M / nx) % ny)
+                continue;
+            int64_t nz = M / nx / ny;
+            double c = cbrt((double)M);
+            double q = fabs(log(nx / c)) + fabs(log(ny / c)) + fabs(log(nz / c));
+            if (q < best_q) {
+                best_q = q;
+                bx = nx;
+                by = ny;
+                bz = nz;
+            }
+        }
+    }
+    double a = cbrt(4.0 * v0 / phi);
+    double L[3] = {(double)bx * a, (double)by * a, (double)bz * a};
+    *out = carlo_box_make(3, L);
+    return 0;
+}
+
+/* Lattice positions filling box b (from hard_lattice_box), box coordinates. */
+static int lattice_positions(int dim, int64_t N, const carlo_box *b, double *x)
+{
+    if (dim == 2) {
+        /* find the row count again from the box's aspect */
+        int64_t ny = -1;
+        for (int64_t cand = 2; cand <= N; cand += 2)
+            if (N % cand == 0) {
+                double a = b->L[0] / (double)(N / cand);
+                if (fabs(b->L[1] - (double)cand * a * sqrt(3.0) / 2.0) < 1e-9 * b->L[1]) {
+                    ny = cand;
+                    break;
+                }
+            }
+        if (ny < 0)
+            return carlo_seterr("%lld disks in hexagonal rows (N = nx ny, ny even, spacing a) need "
+                                "a box nx a by ny a sqrt(3)/2, which this box is not: give phi "
+                                "instead of box", (long long)N);
+        int64_t nx = N / ny;
+        double a = b->L[0] / (double)nx, h = b->L[1] / (double)ny;
+        for (int64_t j = 0, k = 0; j < ny; j++)
+            for (int64_t i = 0; i < nx; i++, k++) {
+                x[3 * k] = ((double)i + 0.25 + 0.5 * (double)(j & 1)) * a - 0.5 * b->L[0];
+                x[3 * k + 1] = ((double)j + 0.25) * h - 0.5 * b->L[1];
+                x[3 * k + 2] = 0;
+            }
+        return 0;
+    }
+    static const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
+    double acub = cbrt(4.0 * carlo_box_volume(b) / (double)N);
+    int64_t n[3];
+    for (int a = 0; a < 3; a++)
+        n[a] = (int64_t)floor(b->L[a] / acub + 0.5);
+    if (4 * n[0] * n[1] * n[2] != N)
+        return carlo_seterr("%lld spheres on an fcc lattice (N = 4 nx ny nz) need a box of nx, ny, nz "
+                            "cubic cells, which this box is not: give phi instead of box", (long long)N);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n[0]; i++)
+        for (int64_t j = 0; j < n[1]; j++)
+            for (int64_t l = 0; l < n[2]; l++)
+                for (int q = 0; q < 4; q++, k++) {
+                    double c[3] = {(double)i, (double)j, (double)l};
+                    for (int a = 0; a < 3; a++)
+                        x[3 * k + a] = (c[a] + basis[q][a] + 0.25) * (b->L[a] / (double)n[a]) -
+                                       0.5 * b->L[a];
+                }
+    return 0;
+}
+
+typedef struct rsa_ctx {
+    int hit;
+} rsa_ctx;
+
+static void rsa_pair(void *ctx, int64_t j, const double d[3], double r2)
+{
+    (void)j;
+    (void)d;
+    (void)r2;
+    ((rsa_ctx *)ctx)->hit = 1;
+}
+
+/* Random sequential addition: each particle drawn uniformly until it overlaps nothing placed
+ * before it (with a 1e-6 margin so that no float rounding makes a contact an overlap). */
+static int random_positions(int dim, int64_t N, const carlo_box *b, uint64_t seed, double *x)
+{
+    hard_plain p;
+    if (hard_plain_init(&p, dim, b, N, x, 1.0, 0))
+        return -1;
+    const double cut2 = (1.0 + 1e-6) * (1.0 + 1e-6);
+    for (int64_t k = 0; k < N; k++) {
+        uint32_t attempt = 0;
+        for (;; attempt++) {
+            if (attempt >= 1000000) {
+                hard_plain_free(&p);
+                return carlo_seterr("the random start found no room for particle %lld of %lld",
+                                    (long long)k + 1, (long long)N);
+            }
+            carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_INIT, (uint64_t)k, attempt, 0);
+            carlo_u32x4 q = carlo_rng(seed, HARD_PURPOSE_INIT, (uint64_t)k, attempt, 1);
+            double f[3] = {carlo_u01(r.v[0], r.v[1]), carlo_u01(r.v[2], r.v[3]),
+                           carlo_u01(q.v[0], q.v[1])};
+            for (int a = 0; a < 3; a++)
+                x[3 * k + a] = a < dim ? (f[a] - 0.5) * b->L[a] : 0.0;
+            rsa_ctx c = {0};
+            hard_plain_around(&p, x + 3 * k, -1, cut2, rsa_pair, &c);
+            if (!c.hit)
+                break;
+        }
+        hard_plain_insert(&p, k);
+    }
+    hard_plain_free(&p);
+    return 0;
+}
+
+/* ---------- creation ---------- */
+
+static hard_system *alloc_system(int dim, int64_t N, const carlo_box *box, carlo_device_kind dev,
+                                 uint64_t seed, double w_pref)
+{
+    const hard_backend *be = &hard_cpu_backend;
+    if (dev == CARLO_GPU) {
+        if (!hard_gpu_backend) {
+            carlo_seterr("this carlo was built without CUDA");
+            return NULL;
+        }
+        be = hard_gpu_backend;
+    }
+    carlo_cell_grid g;
+    if (plan(&g, box, w_pref))
+        return NULL;
+    hard_system *s = carlo_calloc(1, sizeof *s, "a hard-particle system");
+    if (!s)
+        return NULL;
+    s->dim = dim;
+    s->N = N;
+    s->box = carlo_cells_box(&g); /* the box of record: m w, within m q / 2 of *box */
+    s->grid = g;
+    s->w_pref = w_pref;
+    s->device = dev;
+    s->seed = seed;
+    s->be = be;
+    s->mv.d = 0.16f;
+    s->mv.moves = 4;
+    s->mv.shuffle = 1;
+    s->dlnV = 0.1 / (double)N;
+    s->block[0] = 32; /* MPMC's fastest on the K20; scripts/bench/hard.lua tries others */
+    s->block[1] = 4;
+    s->variant = dim == 2 ? 1 : 0; /* see cuda/hard.cu: registers for 4 slots, memory for 12 */
+    if (be->create(s)) {
+        hard_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Place positions (box coordinates) into the cells; the origin is the box's corner. */
+static int place(hard_system *s, const double *x)
+{
+    int64_t N = s->N;
+    double *r = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
+    uint32_t *tag = r ? carlo_malloc(carlo_mulsize((size_t)N, sizeof(uint32_t)), "tags") : NULL;
+    carlo_cell_data h = {0};
+    int rc = -1;
+    if (tag && carlo_cell_data_alloc(&s->grid, &h) == 0) {
+        for (int64_t k = 0; k < N; k++) {
+            for (int a = 0; a < 3; a++)
+                r[3 * k + a] = a < s->dim ? x[3 * k + a] + 0.5 * s->box.L[a] : 0.0;
+            tag[k] = (uint32_t)k;
+        }
+        rc = carlo_cells_fill(&s->grid, &h, N, r, tag);
+        if (rc == 0 && s->be->upload(s, &h))
+            rc = fail_dead(s);
+    }
+    s->origin[0] = s->origin[1] = s->origin[2] = 0;
+    carlo_cell_data_free(&h);
+    free(r);
+    free(tag);
+    return rc;
+}
+
+/* Refuse overlapping positions, naming the first pairs (1-based, as Lua counts). */
+static int refuse_overlaps(int64_t count, const int64_t *pairs, const char *how)
+{
+    char list[200];
+    size_t len = 0;
+    list[0] = 0;
+    for (int64_t k = 0; k < count && k < 5; k++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s(%lld, %lld)", k ? ", " : "",
+                                (long long)pairs[2 * k] + 1, (long long)pairs[2 * k + 1] + 1);
+    return carlo_seterr("the initial configuration has %lld overlapping pair%s%s: %s%s", (long long)count,
+                        count == 1 ? "" : "s", how, list, count > 5 ? ", ..." : "");
+}
+
+static int place_checked(hard_system *s, const double *x)
+{
+    int64_t count, pairs[10];
+    if (hard_overlaps_positions(s->dim, &s->box, s->N, x, &count, pairs, 5))
+        return -1;
+    if (count)
+        return refuse_overlaps(count, pairs, "");
+    if (place(s, x))
+        return -1;
+    /* the float test of the kernels may see a pair closer than 1 where the doubles did not */
+    if (hard_overlaps(s, &count, pairs, 5))
+        return -1;
+    if (count)
+        return refuse_overlaps(count, pairs, " in single precision (closer than 1 by rounding)");
+    return 0;
+}
+
+hard_system *hard_create(const hard_params *p)
+{
+    if (p->dim != 2 && p->dim != 3) {
+        carlo_seterr("dim must be 2 or 3");
+        return NULL;
+    }
+    if (p->N < 1 || p->N > HARD_N_MAX) {
+        carlo_seterr("N must be an integer from 1 to %lld (got %lld)", (long long)HARD_N_MAX,
+                     (long long)p->N);
+        return NULL;
+    }
+    if (carlo_box_check(&p->box))
+        return NULL;
+    if (!carlo_box_orthorhombic(&p->box)) {
+        carlo_seterr("hard particles run in orthorhombic boxes (xy = xz = yz = 0)");
+        return NULL;
+    }
+    double phi = hard_phi_of(p->dim, p->N, &p->box), cp = hard_close_packing(p->dim);
+    if (!(phi < cp)) {
+        carlo_seterr("packing fraction %.9g is at or above close packing %.9g", phi, cp);
+        return NULL;
+    }
+    if (!(p->d > 0) || p->d > 2 || p->moves < 1 || p->moves > 4096) {
+        carlo_seterr("d must be in (0, 2] and moves from 1 to 4096");
+        return NULL;
+    }
+    double *x = carlo_malloc(carlo_mulsize((size_t)p->N, 3 * sizeof(double)), "initial positions");
+    if (!x)
+        return NULL;
+    hard_system *s = NULL;
+    int rc = 0;
+    if (p->init == HARD_INIT_RANDOM) {
+        /* a random start at low density, compressed to the target (MPMC Sec. 4) */
+        const double phi_rsa = p->dim == 2 ? 0.45 : 0.30, rsa_limit = p->dim == 2 ? 0.52 : 0.36;
+        double phi0 = fmin(phi, phi_rsa);
+        /* the compression scales every side from L * grow down to L; a side length without a
+         * cell grid on that path would stop it: start below such a gap when RSA reaches */
+        for (int a = 0; a < p->dim && phi0 < phi; a++) {
+            double lo, hi, L = p->box.L[a], grow = pow(phi / phi0, 1.0 / p->dim);
+            if (grid_gap(p->dim, L * grow, L, &lo, &hi)) {
+                if (!(L < lo)) {
+                    free(x);
+                    carlo_seterr("box side %.6g cannot be cut into an even number of cells of width "
+                                 "in [1, %.6g)", L, wmax(p->dim));
+                    return NULL;
+                }
+                phi0 = phi * pow(L / (lo * (1 - 1e-3)), (double)p->dim);
+                if (phi0 > rsa_limit) {
+                    free(x);
+                    carlo_seterr("a random start at N = %lld would be compressed through box sides "
+                                 "in [%.4g, %.4g), which have no cell grid; use more particles or a "
+                                 "lattice start", (long long)p->N, lo, hi);
+                    return NULL;
+                }
+            }
+        }
+        carlo_box b0 = p->box;
+        double grow = pow(phi / phi0, 1.0 / p->dim);
+        for (int a = 0; a < p->dim; a++)
+            b0.L[a] *= grow;
+        if (phi0 >= phi)
+            b0 = p->box;
+        s = alloc_system(p->dim, p->N, &b0, p->device, p->seed, p->w_pref);
+        rc = !s || random_positions(p->dim, p->N, &b0, p->seed, x) || place(s, x);
+        if (!rc) {
+            s->mv.d = (float)p->d;
+            s->mv.moves = p->moves;
+            s->mv.shuffle = p->shuffle;
+        }
+        if (!rc && phi0 < phi) {
+            hard_compress_opts co = {.phi = phi, .sweeps_between = 1, .quiet = p->quiet};
+            rc = hard_compress(s, &co);
+            int done = 0; /* then exactly the box asked for (a scaling by 1 + rounding) */
+            if (!rc && (rc = hard_scale_to(s, &p->box, &done)) == 0 && !done)
+                rc = carlo_seterr("the last compression step to the requested box was refused");
+        }
+    } else {
+        s = alloc_system(p->dim, p->N, &p->box, p->device, p->seed, p->w_pref);
+        if (!s)
+            rc = 1;
+        else if (p->init == HARD_INIT_LATTICE)
+            rc = lattice_positions(p->dim, p->N, &p->box, x) || place_checked(s, x);
+        else
+            rc = place_checked(s, p->positions);
+    }
+    free(x);
+    if (rc) {
+        hard_destroy(s);
+        return NULL;
+    }
+    s->mv.d = (float)p->d;
+    s->mv.moves = p->moves;
+    s->mv.shuffle = p->shuffle;
+    s->step = 0;
+    return s;
+}
+
+void hard_destroy(hard_system *s)
+{
+    if (!s)
+        return;
+    if (s->be && s->impl)
+        s->be->destroy(s);
+    free(s);
+}
+
+/* ---------- sweeps ---------- */
+
+int hard_subsweep(hard_system *s, int set)
+{
+    ALIVE(s);
+    if (set < 0 || set >= (1 << s->dim))
+        return carlo_seterr("the set must be from 0 to %d (got %d)", (1 << s->dim) - 1, set);
+    if (s->be->subsweep(s, set, s->substeps))
+        return fail_dead(s);
+    s->substeps++;
+    return 0;
+}
+
+static void move_origin(hard_system *s, carlo_cell_shift sh)
+{
+    double L = s->box.L[sh.axis], o = s->origin[sh.axis] + sh.dir * (double)sh.d;
+    s->origin[sh.axis] = o - floor(o / L) * L;
+}
+
+int hard_shift_cells(hard_system *s)
+{
+    ALIVE(s);
+    carlo_cell_shift sh = carlo_cells_shift_draw(&s->grid, s->seed, HARD_PURPOSE_SHIFT, s->sweeps);
+    if (s->be->shift(s, sh))
+        return fail_dead(s);
+    move_origin(s, sh);
+    s->sweeps++;
+    return 0;
+}
+
+/* MPMC Algorithm 1: the sets in shuffled order, then a random cell shift. */
+static int sweep_nvt(hard_system *s)
+{
+    int order[8];
+    carlo_cells_set_order(s->dim, s->seed, HARD_PURPOSE_SETS, s->sweeps, order);
+    for (int k = 0; k < (1 << s->dim); k++) {
+        if (s->be->subsweep(s, order[k], s->substeps))
+            return fail_dead(s);
+        s->substeps++;
+    }
+    carlo_cell_shift sh = carlo_cells_shift_draw(&s->grid, s->seed, HARD_PURPOSE_SHIFT, s->sweeps);
+    if (s->be->shift(s, sh))
+        return fail_dead(s);
+    move_origin(s, sh);
+    s->sweeps++;
+    s->step++;
+    return 0;
+}
+
+int hard_sweep(hard_system *s)
+{
+    ALIVE(s);
+    if (sweep_nvt(s))
+        return -1;
+    return s->npt ? hard_volume_move(s) : 0;
+}
+
+/* Try the grid ng (every particle scaled along with the box): 1 accepted, 0 refused (an
+ * overlap), -1 error. */
+static int try_grid(hard_system *s, const carlo_cell_grid *pg)
+{
+    const carlo_cell_grid ng = *pg;
+    carlo_box nb = carlo_cells_box(&ng);
+    double lam[3] = {1, 1, 1};
+    for (int a = 0; a < s->dim; a++)
+        lam[a] = nb.L[a] / s->box.L[a];
+    int64_t overlaps = 0;
+    if (s->be->scale_trial(s, &ng, lam, &overlaps))
+        return fail_dead(s);
+    if (overlaps != 0)
+        return 0;
+    if (s->be->scale_commit(s, &ng))
+        return fail_dead(s);
+    s->grid = ng;
+    s->box = nb;
+    for (int a = 0; a < s->dim; a++)
+        s->origin[a] *= lam[a];
+    return 1;
+}
+
+/* Try the box nb as the grid planned for it realizes it; 0 also when no grid fits. */
+static int try_scale(hard_system *s, const carlo_box *nb)
+{
+    carlo_cell_grid ng;
+    if (plan(&ng, nb, s->w_pref))
+        return 0;
+    return try_grid(s, &ng);
+}
+
+int hard_scale_to(hard_system *s, const carlo_box *target, int *done)
+{
+    ALIVE(s);
+    *done = 0;
+    if (target->dim != s->dim || carlo_box_check(target) || !carlo_box_orthorhombic(target))
+        return carlo_seterr("the new box must be an orthorhombic box of the same dimension");
+    int r = try_scale(s, target);
+    if (r < 0)
+        return -1;
+    *done = r;
+    return 0;
+}
+
+/* An NPT move of ln V by a uniform amount in [-dlnV, dlnV], realized on the cells' grid of
+ * exact widths: with the (N + 1) ln(V'/V) of log-volume sampling the stationary measure is
+ * exp(-beta P V) dV times the configurational weight (a scaled configuration with an overlap
+ * weighs nothing). Rounding the proposed width to a multiple of q proposes a grid point with a
+ * probability proportional to 1/w', which the grid's own density (V/w per point) cancels, so
+ * the acceptance is the continuous one evaluated at the realized volume; what is left is the
+ * cut at the ends of the proposal window, an effect of order q/w ~ 1e-7. */
+int hard_volume_move(hard_system *s)
+{
+    ALIVE(s);
+    carlo_u32x4 r = carlo_rng(s->seed, HARD_PURPOSE_VOLUME, s->vsteps++, 0, 0);
+    double delta = (2.0 * carlo_u01(r.v[0], r.v[1]) - 1.0) * s->dlnV;
+    s->counts.vol_tried++;
+    carlo_box nb = s->box;
+    double lam = exp(delta / s->dim);
+    for (int a = 0; a < s->dim; a++)
+        nb.L[a] *= lam;
+    carlo_cell_grid ng;
+    if (plan(&ng, &nb, s->w_pref)) /* rejecting would truncate the volume distribution */
+        return carlo_seterr("NPT: the box side reached %.6g, which has no cell grid (sides from 6 in "
+                            "2D, from 8 in 3D always have one): simulate more particles", nb.L[0]);
+    double V = carlo_box_volume(&s->box);
+    carlo_box real = carlo_cells_box(&ng);
+    double Vn = carlo_box_volume(&real);
+    double arg = -s->P * (Vn - V) + (double)(s->N + 1) * log(Vn / V);
+    if (arg < 0 && !(carlo_u01(r.v[2], r.v[3]) < exp(arg)))
+        return 0;
+    int ok = try_grid(s, &ng);
+    if (ok < 0)
+        return -1;
+    s->counts.vol_accepted += (uint64_t)ok;
+    return 0;
+}
+
+/* ---------- compression ---------- */
+
+static void compress_line(int active, double phi, double target, double start, uint64_t sweeps,
+                          double *last)
+{
+    if (!active)
+        return;
+    double now = carlo_now();
+    if (now - *last < 0.25 || now - start < 1.0)
+        return;
+    *last = now;
+    fprintf(stderr, "\rcompressing: phi = %.6f -> %.6f, %llu sweeps, %.0f s \033[K", phi, target,
+            (unsigned long long)sweeps, now - start);
+    fflush(stderr);
+}
+
+int hard_compress(hard_system *s, const hard_compress_opts *o)
+{
+    ALIVE(s);
+    double cp = hard_close_packing(s->dim);
+    if (!(o->phi > 0) || !(o->phi < cp))
+        return carlo_seterr("the target packing fraction must be in (0, %.9g) (got %g)", cp, o->phi);
+    double phi = hard_phi(s);
+    if (o->phi <= phi)
+        return 0;
+    for (int a = 0; a < s->dim; a++) {
+        double lo, hi, L = s->box.L[a], Lt = L * pow(phi / o->phi, 1.0 / s->dim);
+        if (grid_gap(s->dim, L, Lt, &lo, &hi))
+            return carlo_seterr("compressing to phi = %.6g takes box sides through [%.4g, %.4g), which "
+                                "have no cell grid (cells of width in [1, %.6g), an even number)",
+                                o->phi, lo, hi, wmax(s->dim));
+    }
+    const int active = !o->quiet && !carlo_quiet && isatty(2);
+    const double start = carlo_now();
+    double last = start, mark_phi = phi;
+    uint64_t sweeps = 0, mark = 0, between = o->sweeps_between ? o->sweeps_between : 1;
+    /* jammed: less than 1e-6 relative gain over the last 5000 shrink attempts */
+    const uint64_t window = 5000;
+    int rc = 0;
+    while (phi < o->phi) {
+        for (uint64_t k = 0; k < between; k++) /* NVT sweeps, even in an NPT system */
+            if (sweep_nvt(s))
+                return -1;
+        sweeps += between;
+        int64_t over;
+        double r2min;
+        if (s->be->pair_check(s, &over, &r2min))
+            return fail_dead(s);
+        if (over)
+            return carlo_seterr("compression found %lld overlapping pairs (a bug)", (long long)over);
+        double lam_goal = pow(phi / o->phi, 1.0 / s->dim);
+        /* shrink until the closest pair keeps a tenth of its gap (at least 1e-6, several
+         * quanta): pushing it all the way to contact would leave it there when the next sweep
+         * does not move it, and stall the next shrink (measured: 0.1 needs 30% fewer sweeps
+         * than 0.5 and about as few as 0.02) */
+        double rmin = sqrt(r2min), gap = rmin - 1.0;
+        double lam_min = gap > 2e-6 ? (1.0 + fmax(0.1 * gap, 1e-6)) / rmin : 1.0;
+        double lam = lam_goal > lam_min ? lam_goal : lam_min;
+        if (lam < 1.0) {
+            carlo_box nb = s->box;
+            for (int a = 0; a < s->dim; a++)
+                nb.L[a] *= lam;
+            int ok = try_scale(s, &nb);
+            if (ok < 0)
+                return -1;
+            phi = hard_phi(s);
+            if (ok && lam == lam_goal) /* the target, as the exact cell widths realize it */
+                break;
+        }
+        compress_line(active, phi, o->phi, start, sweeps, &last);
+        if (sweeps - mark >= window * between) {
+            if (phi < mark_phi * (1.0 + 1e-6)) {
+                rc = carlo_seterr("compression jammed at phi = %.6f below the target %.6f; start from "
+                                  "a lattice (init = \"hex\" or \"fcc\") or aim lower", phi, o->phi);
+                break;
+            }
+            mark = sweeps;
+            mark_phi = phi;
+        }
+        if (o->max_sweeps && sweeps >= o->max_sweeps) {
+            rc = carlo_seterr("compression stopped after %llu sweeps at phi = %.6f (target %.6f)",
+                              (unsigned long long)sweeps, phi, o->phi);
+            break;
+        }
+        if (carlo_interrupted) {
+            rc = carlo_seterr("interrupted");
+            break;
+        }
+    }
+    if (active && carlo_now() - start >= 1.0) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+    }
+    return rc;
+}
+
+/* ---------- tuning ---------- */
+
+int hard_counts_get(hard_system *s, hard_counts *out)
+{
+    ALIVE(s);
+    *out = s->counts; /* tried/accepted there: what a restored checkpoint had counted */
+    uint64_t tried, accepted;
+    if (s->be->translation_counts(s, &tried, &accepted))
+        return fail_dead(s);
+    out->tried += tried;
+    out->accepted += accepted;
+    return 0;
+}
+
+int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint64_t sweeps)
+{
+    ALIVE(s);
+    if (!(target > 0 && target < 1) || !(vol_target > 0 && vol_target < 1) || rounds < 1 || sweeps < 1)
+        return carlo_seterr("tuning needs targets in (0, 1), rounds >= 1 and sweeps >= 1");
+    for (int r = 0; r < rounds; r++) {
+        hard_counts a, b;
+        if (hard_counts_get(s, &a) || hard_run(s, sweeps) || hard_counts_get(s, &b))
+            return -1;
+        uint64_t tried = b.tried - a.tried, acc = b.accepted - a.accepted;
+        if (tried) {
+            double f = ((double)acc / (double)tried) / target;
+            f = f < 0.5 ? 0.5 : (f > 1.5 ? 1.5 : f);
+            double d = (double)s->mv.d * f;
+            s->mv.d = (float)(d > 1.0 ? 1.0 : (d < 1e-6 ? 1e-6 : d));
+        }
+        uint64_t vt = b.vol_tried - a.vol_tried, va = b.vol_accepted - a.vol_accepted;
+        if (s->npt && vt) {
+            double f = ((double)va / (double)vt) / vol_target;
+            f = f < 0.5 ? 0.5 : (f > 1.5 ? 1.5 : f);
+            s->dlnV = fmin(fmax(s->dlnV * f, 1e-12), 1.0);
+        }
+    }
+    return 0;
+}
+
+/* ---------- the run loop ---------- */
+
+static uint64_t next_stop(const hard_system *s, uint64_t left, uint64_t every, uint64_t chunk)
+{
+    uint64_t m = left < chunk ? left : chunk;
+    if (every) {
+        uint64_t to = every - s->step % every;
+        if (to < m)
+            m = to;
+    }
+    return m;
+}
+
+int hard_run_ex(hard_system *s, const hard_run_opts *o, hard_run_result *res)
+{
+    memset(res, 0, sizeof *res);
+    ALIVE(s);
+    carlo_progress pr;
+    carlo_progress_start(&pr, o->label ? o->label : "hard", "sweeps", (double)o->sweeps, o->quiet);
+    double t0 = carlo_now(), per_sweep = 0;
+    uint64_t chunk = 1, done = 0;
+    int rc = 0;
+    while (done < o->sweeps) {
+        uint64_t m = next_stop(s, o->sweeps - done, o->every, chunk);
+        if (o->walltime > 0 && per_sweep > 0) {
+            double left = o->walltime - (carlo_now() - t0) - o->reserve;
+            if (left < per_sweep * (double)m) {
+                uint64_t fit = left > 0 ? (uint64_t)(left / per_sweep) : 0;
+                if (fit == 0) {
+                    res->stopped_early = 1;
+                    break;
+                }
+                m = fit < m ? fit : m;
+            }
+        }
+        for (uint64_t k = 0; k < m && rc == 0; k++)
+            rc = hard_sweep(s);
+        if (rc)
+            break;
+        done += m;
+        if (o->walltime > 0) {
+            if (s->be->sync(s)) {
+                rc = fail_dead(s);
+                break;
+            }
+            per_sweep = (carlo_now() - t0) / (double)done;
+        }
+        if (o->every && s->step % o->every == 0 && o->callback && (rc = o->callback(o->ctx, s)))
+            break;
+        if (carlo_interrupted) {
+            s->be->sync(s);
+            rc = carlo_seterr("interrupted");
+            break;
+        }
+        carlo_progress_update(&pr, (double)done);
+        if (carlo_now() - t0 < 0.05 && chunk < 4096)
+            chunk *= 2;
+    }
+    carlo_progress_end(&pr);
+    res->sweeps = done;
+    res->seconds = carlo_now() - t0;
+    return rc;
+}
+
+int hard_run(hard_system *s, uint64_t sweeps)
+{
+    hard_run_opts o = {.sweeps = sweeps, .quiet = 1};
+    hard_run_result r;
+    return hard_run_ex(s, &o, &r);
+}
+
+/* ---------- frames ---------- */
+
+int hard_frame(hard_system *s, carlo_frame *f)
+{
+    float *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(float)), "a position frame");
+    uint32_t *typeid = x ? carlo_calloc((size_t)s->N, sizeof(uint32_t), "type ids") : NULL;
+    if (!typeid || hard_positions_f32(s, x)) {
+        free(x);
+        free(typeid);
+        return -1;
+    }
+    double b[6];
+    carlo_box_gsd(&s->box, b);
+    float box[6];
+    for (int k = 0; k < 6; k++)
+        box[k] = (float)b[k];
+    uint8_t dims = (uint8_t)s->dim;
+    uint32_t N = (uint32_t)s->N;
+    static const int8_t types[2] = {'A', 0};
+    if (carlo_frame_add_u64(f, "configuration/step", s->step) ||
+        carlo_frame_add_copy(f, "configuration/dimensions", CARLO_U8, 1, 1, &dims) ||
+        carlo_frame_add_copy(f, "configuration/box", CARLO_F32, 6, 1, box) ||
+        carlo_frame_add_copy(f, "particles/N", CARLO_U32, 1, 1, &N) ||
+        carlo_frame_add_copy(f, "particles/types", CARLO_I8, 1, 2, types)) {
+        free(x);
+        free(typeid);
+        return -1;
+    }
+    if (carlo_frame_add_owned(f, "particles/typeid", CARLO_U32, (uint64_t)s->N, 1, typeid)) {
+        free(x);
+        return -1;
+    }
+    return carlo_frame_add_owned(f, "particles/position", CARLO_F32, (uint64_t)s->N, 3, x);
+}
+
+/* Everything to continue bit for bit: the cells as they are (float frames, storage order), the
+ * box and origin in double, the counters and the move parameters. */
+int hard_checkpoint(hard_system *s, carlo_frame *f)
+{
+    ALIVE(s);
+    carlo_cell_data h;
+    if (carlo_cell_data_alloc(&s->grid, &h))
+        return -1;
+    if (s->be->download(s, &h)) {
+        carlo_cell_data_free(&h);
+        return fail_dead(s);
+    }
+    hard_counts c;
+    if (hard_counts_get(s, &c)) {
+        carlo_cell_data_free(&h);
+        return -1;
+    }
+    const carlo_cell_grid *g = &s->grid;
+    int32_t shape[6] = {s->dim, g->m[0], g->m[1], g->m[2], g->nmax, g->naux};
+    uint64_t counters[8] = {s->sweeps, s->substeps, s->vsteps, (uint64_t)s->N,
+                            c.tried, c.accepted, c.vol_tried, c.vol_accepted};
+    double geom[8] = {s->box.L[0], s->box.L[1], s->box.L[2], s->origin[0], s->origin[1],
+                      s->origin[2], s->w_pref, 0};
+    double par[4] = {(double)s->mv.d, s->P, s->dlnV, 0};
+    int32_t flags[4] = {s->mv.moves, s->mv.shuffle, s->npt, 0};
+    int rc = carlo_frame_add_string(f, "carlo/model", "hard") ||
+             carlo_frame_add_u64(f, "configuration/step", s->step) ||
+             carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
+             carlo_frame_add_copy(f, "hard/shape", CARLO_I32, 6, 1, shape) ||
+             carlo_frame_add_copy(f, "hard/counters", CARLO_U64, 8, 1, counters) ||
+             carlo_frame_add_copy(f, "hard/geometry", CARLO_F64, 8, 1, geom) ||
+             carlo_frame_add_copy(f, "hard/params", CARLO_F64, 4, 1, par) ||
+             carlo_frame_add_copy(f, "hard/flags", CARLO_I32, 4, 1, flags);
+    if (!rc) {
+        uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
+        rc = carlo_frame_add_owned(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells, h.pos);
+        h.pos = NULL;
+        if (!rc)
+            rc = carlo_frame_add_owned(f, "hard/cells/aux", CARLO_U32, (uint64_t)g->nmax,
+                                       (uint64_t)g->ncells, h.aux);
+        h.aux = NULL;
+        if (!rc)
+            rc = carlo_frame_add_owned(f, "hard/cells/count", CARLO_U32, (uint64_t)g->ncells, 1,
+                                       h.count);
+        h.count = NULL;
+    }
+    carlo_cell_data_free(&h);
+    return rc ? -1 : 0;
+}
+
+hard_system *hard_restore(const carlo_frame *f, carlo_device_kind device)
+{
+    const int32_t *shape = carlo_frame_expect(f, "hard/shape", CARLO_I32, 6, 1);
+    const uint64_t *cnt = carlo_frame_expect(f, "hard/counters", CARLO_U64, 8, 1);
+    const double *geom = carlo_frame_expect(f, "hard/geometry", CARLO_F64, 8, 1);
+    const double *par = carlo_frame_expect(f, "hard/params", CARLO_F64, 4, 1);
+    const int32_t *flags = carlo_frame_expect(f, "hard/flags", CARLO_I32, 4, 1);
+    const uint64_t *seed = carlo_frame_expect(f, "carlo/seed", CARLO_U64, 1, 1);
+    const uint64_t *step = carlo_frame_expect(f, "configuration/step", CARLO_U64, 1, 1);
+    if (!shape || !cnt || !geom || !par || !flags || !seed || !step)
+        return NULL;
+    int dim = shape[0];
+    if ((dim != 2 && dim != 3) || cnt[3] < 1 || cnt[3] > (uint64_t)HARD_N_MAX) {
+        carlo_seterr("bad dimension or particle count");
+        return NULL;
+    }
+    carlo_box box = carlo_box_make(dim, geom);
+    hard_system *s = alloc_system(dim, (int64_t)cnt[3], &box, device, *seed, geom[6]);
+    if (!s)
+        return NULL;
+    const carlo_cell_grid *g = &s->grid;
+    if (shape[1] != g->m[0] || shape[2] != g->m[1] || shape[3] != g->m[2] || shape[4] != g->nmax ||
+        shape[5] != g->naux) {
+        carlo_seterr("the cell grid does not match the box");
+        hard_destroy(s);
+        return NULL;
+    }
+    uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
+    const float *pos = carlo_frame_expect(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells);
+    const uint32_t *aux = carlo_frame_expect(f, "hard/cells/aux", CARLO_U32, (uint64_t)g->nmax,
+                                             (uint64_t)g->ncells);
+    const uint32_t *count = carlo_frame_expect(f, "hard/cells/count", CARLO_U32, (uint64_t)g->ncells, 1);
+    if (!pos || !aux || !count) {
+        hard_destroy(s);
+        return NULL;
+    }
+    carlo_cell_data h = {(float *)pos, (uint32_t *)aux, (uint32_t *)count};
+    if (carlo_cells_verify(g, &h, s->N) || s->be->upload(s, &h)) {
+        hard_destroy(s);
+        return NULL;
+    }
+    s->origin[0] = geom[3];
+    s->origin[1] = geom[4];
+    s->origin[2] = geom[5];
+    s->step = *step;
+    s->sweeps = cnt[0];
+    s->substeps = cnt[1];
+    s->vsteps = cnt[2];
+    s->counts.tried = cnt[4];
+    s->counts.accepted = cnt[5];
+    s->counts.vol_tried = cnt[6];
+    s->counts.vol_accepted = cnt[7];
+    s->mv.d = (float)par[0];
+    s->P = par[1];
+    s->dlnV = par[2];
+    s->mv.moves = flags[0];
+    s->mv.shuffle = flags[1];
+    s->npt = flags[2];
+    if (!(s->mv.d > 0) || s->mv.moves < 1 || s->mv.moves > 4096 || !(s->dlnV > 0) || !isfinite(s->P)) {
+        carlo_seterr("bad move parameters");
+        hard_destroy(s);
+        return NULL;
+    }
+    if (hard_verify(s)) {
+        hard_destroy(s);
+        return NULL;
+    }
+    return s;
+}

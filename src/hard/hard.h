@@ -1,0 +1,223 @@
+/* hard.h — hard disks (2D) and hard spheres (3D) of diameter sigma = 1 at k_B T = 1, simulated
+ * with massively parallel checkerboard Metropolis Monte Carlo (MPMC, Anderson et al. 2013;
+ * HPMC, Anderson et al. 2016), in NVT or NPT. Lengths in sigma; pressures as
+ * P* = beta P sigma^d (the 3D figure of HPMC's Table 1 is beta P v0, v0 = pi/6).
+ *
+ * The particles live in the cells of a carlo_cell_grid (src/core/cells_kernel.h) with float
+ * coordinates local to their cell; a particle's position is origin + (cell * width + u),
+ * wrapped into the box, where origin follows the random cell shifts so that positions do not
+ * drift. Each particle carries its tag (0..N-1) as word 0, so snapshots list particles in a
+ * fixed order. Orthorhombic boxes only. */
+#ifndef CARLO_HARD_H
+#define CARLO_HARD_H
+
+#include <stdint.h>
+
+#include "core/box.h"
+#include "core/cells.h"
+#include "core/device.h"
+#include "core/frame.h"
+#include "hard/hard_kernel.h"
+
+#define HARD_N_MAX ((int64_t)1 << 31)
+
+/* Pressure estimators: g(r) extrapolation (MPMC eqs. 4-6) and the scale distribution function
+ * (HPMC's volume perturbation), both a polynomial fit extrapolated to contact. */
+typedef struct hard_pressure_params {
+    double gr_dr, gr_width; /* bins of width dr on (1, 1 + width]: paper 1e-4, 0.02 */
+    int gr_degree;          /* paper: 5 */
+    double sdf_dx, sdf_xmax;
+    int sdf_degree;
+} hard_pressure_params;
+
+void hard_pressure_defaults(hard_pressure_params *p);
+
+/* Counters since the system was made (translations on the device, summed on request). */
+typedef struct hard_counts {
+    uint64_t tried, accepted;         /* translation moves */
+    uint64_t vol_tried, vol_accepted; /* volume moves */
+} hard_counts;
+
+struct hard_backend;
+
+typedef struct hard_system {
+    int dim;
+    int64_t N;
+    carlo_box box;          /* orthorhombic; L = m * width of the grid */
+    carlo_cell_grid grid;
+    double w_pref;          /* preferred cell width (planning); default: the widest allowed */
+    double origin[3];       /* where the grid's corner is, in box coordinates from -L/2 */
+    carlo_device_kind device;
+    uint64_t seed;
+    uint64_t step;          /* sweeps since the system was handed to the user */
+    uint64_t sweeps;        /* all sweeps ever: the RNG step of set orders and shifts */
+    uint64_t substeps;      /* sub-sweeps ever: the RNG step of trial moves */
+    uint64_t vsteps;        /* volume moves ever */
+    hard_moves mv;          /* d, n_M, shuffle */
+    int npt;                /* 1: a volume move after every sweep, at pressure P */
+    double P;               /* beta P sigma^d */
+    double dlnV;            /* largest change of ln V per volume move */
+    hard_counts counts;     /* host part: volume moves; translations live in the backend */
+    int block[2];           /* GPU sub-sweep thread block (x, y): tuning only, no physics */
+    int variant;            /* cell update: 0 the active cell read in memory, 1 held in registers
+                               (same results; speed only: default 1 in 2D, 0 in 3D) */
+    const struct hard_backend *be;
+    void *impl;
+    int dead;
+} hard_system;
+
+/* A backend: the CPU one in hard.c, the CUDA one in cuda/hard.cu. All return 0, or -1 with the
+ * message set. Cell data crosses as host carlo_cell_data laid out for s->grid. */
+typedef struct hard_backend {
+    const char *name;
+    int (*create)(hard_system *s);                  /* storage for s->grid; cells empty */
+    void (*destroy)(hard_system *s);
+    int (*upload)(hard_system *s, const carlo_cell_data *h);
+    int (*download)(hard_system *s, carlo_cell_data *h);
+    /* One checkerboard set: the update of every active cell with RNG step `step`. */
+    int (*subsweep)(hard_system *s, int set, uint64_t step);
+    int (*shift)(hard_system *s, carlo_cell_shift sh);
+    /* Scale by lam and re-cut into grid ng in the spare storage, then count overlapping pairs
+     * there (-1: a cell overflowed, which means overlaps). */
+    int (*scale_trial)(hard_system *s, const carlo_cell_grid *ng, const double lam[3],
+                       int64_t *overlaps);
+    int (*scale_commit)(hard_system *s, const carlo_cell_grid *ng); /* the trial becomes current */
+    /* Overlapping pairs now, and the smallest squared pair distance (float, as computed). */
+    int (*pair_check)(hard_system *s, int64_t *overlaps, double *r2min);
+    /* Histograms of one configuration: gr (sc->gr_bins), sdf (sc->sdf_bins); added to. */
+    int (*histograms)(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *sdf);
+    int (*translation_counts)(hard_system *s, uint64_t *tried, uint64_t *accepted);
+    int (*sync)(hard_system *s);
+} hard_backend;
+
+extern const hard_backend hard_cpu_backend;
+extern const hard_backend *hard_gpu_backend; /* set by cuda/register.cu, else NULL */
+
+/* ---------- making systems ---------- */
+
+typedef enum hard_init { HARD_INIT_RANDOM = 0, HARD_INIT_LATTICE = 1, HARD_INIT_POSITIONS = 2 } hard_init;
+
+typedef struct hard_params {
+    int dim;
+    int64_t N;
+    carlo_box box;           /* the target box */
+    carlo_device_kind device;
+    uint64_t seed;
+    hard_init init;
+    const double *positions; /* HARD_INIT_POSITIONS: N x 3, box coordinates (any image) */
+    double d;                /* trial move radius (0.16) */
+    int moves;               /* n_M (4) */
+    int shuffle;             /* 1 */
+    double w_pref;           /* 0: the widest cells allowed */
+    int quiet;               /* no progress line during compression */
+} hard_params;
+
+/* Close packing: pi / (2 sqrt 3) in 2D, pi / (3 sqrt 2) in 3D. */
+double hard_close_packing(int dim);
+double hard_particle_volume(int dim); /* pi/4 or pi/6 */
+double hard_phi(const hard_system *s);
+double hard_phi_of(int dim, int64_t N, const carlo_box *b);
+
+/* A system: random (sequential addition at low density, then compressed to the box),
+ * lattice (hexagonal rows in 2D, fcc in 3D, filling the box exactly) or given positions
+ * (refused with the overlapping pairs named). NULL with the message set. */
+hard_system *hard_create(const hard_params *p);
+void hard_destroy(hard_system *s);
+
+/* The lattice a box can hold N particles on: 0, or -1 naming what does not fit. */
+int hard_lattice_box(int dim, int64_t N, double phi, carlo_box *out);
+
+/* ---------- running ---------- */
+
+int hard_subsweep(hard_system *s, int set);  /* one set, as the kernels do it */
+int hard_shift_cells(hard_system *s);        /* one random cell shift */
+int hard_sweep(hard_system *s);              /* shuffled sets, shift, then a volume move in NPT */
+int hard_volume_move(hard_system *s);        /* one NPT volume move at s->P */
+
+typedef struct hard_run_opts {
+    uint64_t sweeps;
+    uint64_t every;                      /* callback when s->step is a multiple of every */
+    int (*callback)(void *ctx, hard_system *s);
+    void *ctx;
+    double walltime, reserve;            /* stop before walltime - reserve seconds (stopped_early) */
+    int quiet;
+    const char *label;                   /* progress line ("hard disks") */
+} hard_run_opts;
+
+typedef struct hard_run_result {
+    uint64_t sweeps;
+    double seconds;
+    int stopped_early;
+} hard_run_result;
+
+int hard_run_ex(hard_system *s, const hard_run_opts *o, hard_run_result *res);
+int hard_run(hard_system *s, uint64_t sweeps); /* quiet */
+
+/* Compress isotropically to packing fraction phi: sweeps of MC moves, each followed by the
+ * largest shrink no pair prevents (MPMC Sec. 4, HOOMD's quick compression). Errors when the
+ * packing jams (no progress) or phi is not below close packing. */
+typedef struct hard_compress_opts {
+    double phi;
+    uint64_t sweeps_between; /* MC sweeps between two shrinks (1) */
+    int quiet;
+    uint64_t max_sweeps;     /* 0: no limit besides jamming */
+} hard_compress_opts;
+int hard_compress(hard_system *s, const hard_compress_opts *o);
+
+/* Tune d (and dlnV in NPT) towards target acceptances over `rounds` rounds of `sweeps` sweeps:
+ * for equilibration only — a move size that follows the chain's history breaks balance. */
+int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint64_t sweeps);
+
+/* Change the box with every particle scaled along (one shrink or stretch, refused when it
+ * creates an overlap): returns 1 when done, 0 when refused. */
+int hard_scale_to(hard_system *s, const carlo_box *target, int *done);
+
+/* ---------- observing ---------- */
+
+int hard_counts_get(hard_system *s, hard_counts *out);
+
+/* Pressure of the current configuration by both estimators. */
+int hard_pressure_now(hard_system *s, const hard_pressure_params *pp, double *P_gr, double *P_sdf);
+
+/* Least-squares polynomial weights: the fitted value at x = 0 is sum_i w[i] y[i]. */
+int hard_extrapolation_weights(const double *x, int n, int degree, double *w);
+
+/* Pressures from histograms of `samples` configurations of N particles in volume V
+ * (gr: ordered pair counts per bin; sdf: per-particle nearest-neighbour scale-factor counts). */
+double hard_pressure_gr(int dim, int64_t N, double V, const hard_pressure_params *pp,
+                        const uint64_t *gr, double samples);
+double hard_pressure_sdf(int dim, int64_t N, double V, const hard_pressure_params *pp,
+                         const uint64_t *sdf, double samples);
+int hard_scan_from(const hard_pressure_params *pp, hard_scan *sc);
+
+/* Histograms from plain positions (N x 3 in an orthorhombic box): a reference for tests and
+ * for analysing snapshots. Distances in double. */
+int hard_histograms_positions(int dim, const carlo_box *b, int64_t N, const double *x,
+                              const hard_scan *sc, uint64_t *gr, uint64_t *sdf);
+
+/* Positions by tag: N x 3 in box coordinates [-L/2, L/2), z = 0 in 2D. */
+int hard_positions(hard_system *s, double *x);
+int hard_positions_f32(hard_system *s, float *x);
+
+/* Overlapping pairs by tag (0-based) as computed by the kernels' float test: count, and up to
+ * max pairs into pairs[2 * k]. */
+int hard_overlaps(hard_system *s, int64_t *count, int64_t *pairs, int64_t max);
+/* Overlapping pairs of plain positions (double, minimum image). */
+int hard_overlaps_positions(int dim, const carlo_box *b, int64_t N, const double *x,
+                            int64_t *count, int64_t *pairs, int64_t max);
+
+/* Invariants: N particles, each inside its cell, no overlapping pair, tags a permutation. */
+int hard_verify(hard_system *s);
+
+/* Hexatic order (2D): neighbours within rc; global |<psi6>| and mean |psi6_j|; per-particle
+ * values (N x 2, real and imaginary) when psi is not NULL. */
+int hard_psi6(hard_system *s, double rc, double *global, double *local, double *psi);
+
+/* ---------- frames ---------- */
+
+int hard_frame(hard_system *s, carlo_frame *f);
+int hard_checkpoint(hard_system *s, carlo_frame *f);
+/* The system a checkpoint describes, on the device asked for. */
+hard_system *hard_restore(const carlo_frame *f, carlo_device_kind device);
+
+#endif

@@ -1,0 +1,269 @@
+/* hard_cpu.c — the CPU backend of the hard-particle model: the cell updates of hard_kernel.h
+ * over the active cells of a set with OpenMP (cells of one set are independent, so the result
+ * does not depend on the number of threads), and the shared cell shift and re-gridding. */
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/error.h"
+#include "hard/hard.h"
+
+const hard_backend *hard_gpu_backend;
+
+typedef struct cpu_impl {
+    carlo_cell_data cur, spare;
+    carlo_cell_grid cur_grid, spare_grid; /* the shapes the two storages were allocated for */
+    uint64_t tried, accepted;
+} cpu_impl;
+
+static cpu_impl *impl(hard_system *s) { return (cpu_impl *)s->impl; }
+
+static int same_shape(const carlo_cell_grid *a, const carlo_cell_grid *b)
+{
+    return a->dim == b->dim && a->ncells == b->ncells && a->nmax == b->nmax && a->naux == b->naux;
+}
+
+/* Storage shaped for grid g (reallocated only when the shape changes). */
+static int shape_for(carlo_cell_data *d, carlo_cell_grid *shape, const carlo_cell_grid *g)
+{
+    if (d->pos && same_shape(shape, g))
+        return 0;
+    carlo_cell_data_free(d);
+    if (carlo_cell_data_alloc(g, d))
+        return -1;
+    *shape = *g;
+    return 0;
+}
+
+static int spare_for(cpu_impl *im, const carlo_cell_grid *g)
+{
+    return shape_for(&im->spare, &im->spare_grid, g);
+}
+
+static int cpu_create(hard_system *s)
+{
+    cpu_impl *im = carlo_calloc(1, sizeof *im, "the hard-particle CPU backend");
+    if (!im)
+        return -1;
+    s->impl = im;
+    if (shape_for(&im->cur, &im->cur_grid, &s->grid) || spare_for(im, &s->grid))
+        return -1;
+    return 0;
+}
+
+static void cpu_destroy(hard_system *s)
+{
+    cpu_impl *im = impl(s);
+    if (!im)
+        return;
+    carlo_cell_data_free(&im->cur);
+    carlo_cell_data_free(&im->spare);
+    free(im);
+    s->impl = NULL;
+}
+
+static void copy_data(const carlo_cell_grid *g, const carlo_cell_data *from, carlo_cell_data *to)
+{
+    memcpy(to->pos, from->pos, carlo_cells_pos_len(g) * sizeof(float));
+    if (g->naux)
+        memcpy(to->aux, from->aux, carlo_cells_aux_len(g) * sizeof(uint32_t));
+    memcpy(to->count, from->count, (size_t)g->ncells * sizeof(uint32_t));
+}
+
+static int cpu_upload(hard_system *s, const carlo_cell_data *h)
+{
+    cpu_impl *im = impl(s);
+    if (shape_for(&im->cur, &im->cur_grid, &s->grid))
+        return -1;
+    copy_data(&s->grid, h, &im->cur);
+    return 0;
+}
+
+static int cpu_download(hard_system *s, carlo_cell_data *h)
+{
+    copy_data(&s->grid, &impl(s)->cur, h);
+    return 0;
+}
+
+static int cpu_subsweep(hard_system *s, int set, uint64_t step)
+{
+    cpu_impl *im = impl(s);
+    const carlo_cell_grid g = s->grid;
+    const int64_t n = carlo_cell_set_size(&g);
+    const hard_moves mv = s->mv;
+    const uint64_t seed = s->seed;
+    const int cache = s->variant == 1;
+    float *pos = im->cur.pos;
+    const uint32_t *count = im->cur.count;
+    uint64_t tried = 0, accepted = 0;
+#pragma omp parallel for schedule(static) reduction(+ : tried, accepted) if (n > 2048)
+    for (int64_t t = 0; t < n; t++) {
+        int xyz[3];
+        uint32_t tr;
+        carlo_cell_active(&g, set, t, xyz);
+        if (g.dim == 2)
+            accepted += cache ? hard_cell_update(2, HARD_NMAX_2D, 1, &g, pos, count, xyz, mv, seed, step, &tr)
+                              : hard_cell_update(2, HARD_NMAX_2D, 0, &g, pos, count, xyz, mv, seed, step, &tr);
+        else
+            accepted += cache ? hard_cell_update(3, HARD_NMAX_3D, 1, &g, pos, count, xyz, mv, seed, step, &tr)
+                              : hard_cell_update(3, HARD_NMAX_3D, 0, &g, pos, count, xyz, mv, seed, step, &tr);
+        tried += tr;
+    }
+    im->tried += tried;
+    im->accepted += accepted;
+    return 0;
+}
+
+static void swap_data(cpu_impl *im)
+{
+    carlo_cell_data t = im->cur;
+    im->cur = im->spare;
+    im->spare = t;
+    carlo_cell_grid g = im->cur_grid;
+    im->cur_grid = im->spare_grid;
+    im->spare_grid = g;
+}
+
+static int cpu_shift(hard_system *s, carlo_cell_shift sh)
+{
+    cpu_impl *im = impl(s);
+    if (spare_for(im, &s->grid))
+        return -1;
+    if (carlo_cells_shift_host(&s->grid, &im->cur, &im->spare, sh))
+        return -1;
+    swap_data(im);
+    return 0;
+}
+
+/* Overlapping pairs and the smallest squared distance over every particle of storage d. */
+static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_t *overlaps,
+                      double *r2min)
+{
+    uint64_t over = 0;
+    float best = 3.0e38f;
+#pragma omp parallel for schedule(static) reduction(+ : over) reduction(min : best) if (g->ncells > 4096)
+    for (int64_t c = 0; c < g->ncells; c++) {
+        int xyz[3];
+        carlo_cell_coords(g, c, xyz);
+        int n = (int)d->count[c];
+        for (int i = 0; i < n; i++) {
+            uint32_t o = 0;
+            float r2 = g->dim == 2 ? hard_particle_scan(2, HARD_NMAX_2D, g, d->pos, d->count, xyz, i,
+                                                        &o, NULL, NULL)
+                                   : hard_particle_scan(3, HARD_NMAX_3D, g, d->pos, d->count, xyz, i,
+                                                        &o, NULL, NULL);
+            over += o;
+            if (r2 < best)
+                best = r2;
+        }
+    }
+    *overlaps = (int64_t)(over / 2);
+    *r2min = (double)best;
+}
+
+static int cpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[3],
+                           int64_t *overlaps)
+{
+    cpu_impl *im = impl(s);
+    if (spare_for(im, ng))
+        return -1;
+    if (carlo_cells_regrid_host(&s->grid, &im->cur, ng, &im->spare, lam)) {
+        *overlaps = -1;
+        return 0;
+    }
+    double r2;
+    pair_scan(ng, &im->spare, overlaps, &r2);
+    return 0;
+}
+
+static int cpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
+{
+    (void)ng;
+    swap_data(impl(s));
+    return 0;
+}
+
+static int cpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
+{
+    pair_scan(&s->grid, &impl(s)->cur, overlaps, r2min);
+    return 0;
+}
+
+static int cpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *sdf)
+{
+    const carlo_cell_grid *g = &s->grid;
+    const carlo_cell_data *d = &impl(s)->cur;
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    size_t per = (size_t)sc->gr_bins + (size_t)sc->sdf_bins;
+    uint32_t *local = carlo_calloc(carlo_mulsize(per, (size_t)threads), sizeof(uint32_t),
+                                   "pressure histograms");
+    if (!local)
+        return -1;
+#pragma omp parallel if (g->ncells > 4096)
+    {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        uint32_t *h = local + (size_t)me * per, *hs = h + sc->gr_bins;
+#pragma omp for schedule(static)
+        for (int64_t c = 0; c < g->ncells; c++) {
+            int xyz[3];
+            carlo_cell_coords(g, c, xyz);
+            int n = (int)d->count[c];
+            for (int i = 0; i < n; i++) {
+                uint32_t o = 0;
+                float r2 = g->dim == 2 ? hard_particle_scan(2, HARD_NMAX_2D, g, d->pos, d->count, xyz,
+                                                            i, &o, sc, h)
+                                       : hard_particle_scan(3, HARD_NMAX_3D, g, d->pos, d->count, xyz,
+                                                            i, &o, sc, h);
+                int b = hard_sdf_bin(r2, sc);
+                if (b >= 0)
+                    hs[b]++;
+            }
+        }
+    }
+    for (int t = 0; t < threads; t++) {
+        const uint32_t *h = local + (size_t)t * per;
+        for (int b = 0; b < sc->gr_bins; b++)
+            gr[b] += h[b];
+        for (int b = 0; b < sc->sdf_bins; b++)
+            sdf[b] += h[sc->gr_bins + b];
+    }
+    free(local);
+    return 0;
+}
+
+static int cpu_translation_counts(hard_system *s, uint64_t *tried, uint64_t *accepted)
+{
+    *tried = impl(s)->tried;
+    *accepted = impl(s)->accepted;
+    return 0;
+}
+
+static int cpu_sync(hard_system *s)
+{
+    (void)s;
+    return 0;
+}
+
+const hard_backend hard_cpu_backend = {
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .subsweep = cpu_subsweep,
+    .shift = cpu_shift,
+    .scale_trial = cpu_scale_trial,
+    .scale_commit = cpu_scale_commit,
+    .pair_check = cpu_pair_check,
+    .histograms = cpu_histograms,
+    .translation_counts = cpu_translation_counts,
+    .sync = cpu_sync,
+};

@@ -1,0 +1,387 @@
+/* hard_kernel.h — the physics of hard disks and spheres, written once and compiled for the CPU
+ * backend (gcc) and the GPU backend (nvcc): the MPMC cell update (Anderson et al. 2013,
+ * Algorithm 2), the overlap test that decides every acceptance, and the pair scans behind the
+ * pressure estimators and overlap checks. Lengths in units of the diameter sigma = 1.
+ *
+ * One active cell's update: n_M trial moves, visiting the cell's n particles in the order of a
+ * uniformly random permutation (drawn afresh every sub-sweep, so the order in storage never
+ * matters: MPMC Sec. 2.4, rule 2), each displaced uniformly in a disk (ball) of radius d,
+ * rejected when the centre would leave the cell (rule 1) or overlap another particle.
+ *
+ * Random numbers (purposes 0x20-0x2f): a cell's permutation is Philox(seed, ORDER, substep,
+ * cell, 0..1); move s draws Philox(seed, MOVE, substep, cell, 256 s + attempt) until a point
+ * falls inside the unit disk (ball). The result depends on (seed, substep, cell) only, never on
+ * how cells are spread over threads: the CPU and GPU backends agree bit for bit. */
+#ifndef CARLO_HARD_KERNEL_H
+#define CARLO_HARD_KERNEL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "core/cells_kernel.h"
+#include "core/rng.h"
+
+#define HARD_PURPOSE_ORDER  0x20u /* in-cell permutation of each sub-sweep */
+#define HARD_PURPOSE_MOVE   0x21u /* trial displacements */
+#define HARD_PURPOSE_SETS   0x22u /* order of the checkerboard sets in each sweep */
+#define HARD_PURPOSE_SHIFT  0x23u /* the cell shift after each sweep */
+#define HARD_PURPOSE_VOLUME 0x24u /* NPT volume moves */
+#define HARD_PURPOSE_INIT   0x25u /* random initial positions */
+#define HARD_PURPOSE_SERIAL 0x26u /* the serial reference in tests/ */
+
+/* Cell widths: w >= sigma so that active cells of one set never interact, and small enough
+ * that a fixed number of centres fills a cell. Split the cell into boxes whose diagonal is
+ * below 1: two centres in one box would overlap, so the cell holds at most as many centres as
+ * boxes. A square of side w < sqrt(2) splits into four quarters of diagonal w / sqrt(2) < 1: at
+ * most 4 (MPMC Fig. 3). A cube of side w < 2 / sqrt(3) splits into eight octants: at most 8;
+ * but that window, [1, 1.1547), leaves boxes of many sizes without an even number of cells
+ * (no even m has 9.24 <= m w < 10), which stops compression and NPT in their tracks. Splitting
+ * the cube 2 x 2 x 3 instead gives boxes of diagonal w sqrt(1/4 + 1/4 + 1/9) < 1 for
+ * w < 1.2792: at most 12 centres, and every box side from 8 up has a grid. A margin of 1e-6
+ * keeps the bounds clear of rounding. */
+#define HARD_NMAX_2D 4
+#define HARD_NMAX_3D 12
+#define HARD_NMAX 12
+#define HARD_WMAX_2D (1.4142135623730951 * (1.0 - 1e-6))
+#define HARD_WMAX_3D (1.2792042981336627 * (1.0 - 1e-6))
+
+#if defined(__CUDACC__)
+#define HARD_INLINE static __host__ __device__ __forceinline__
+#else
+#define HARD_INLINE static inline __attribute__((always_inline))
+#endif
+
+/* Loops over a cell's slots and over axes run a compile-time number of times at every call
+ * site; unrolled, they keep the cell in registers on the GPU. */
+#if defined(__CUDA_ARCH__)
+#define HARD_UNROLL _Pragma("unroll")
+#else
+#define HARD_UNROLL
+#endif
+
+/* Neighbour cells are read through the read-only data cache on the GPU (MPMC Sec. 3.2: the
+ * texture path); they are never written during a sub-sweep. */
+#if defined(__CUDA_ARCH__)
+#define HARD_LOAD(p) __ldg(p)
+#else
+#define HARD_LOAD(p) (*(p))
+#endif
+
+typedef struct hard_moves {
+    float d;       /* largest displacement (radius of the disk / ball of trial moves) */
+    int moves;     /* n_M: trial moves per active, non-empty cell */
+    int shuffle;   /* 1: random permutation in each cell; 0: storage order (MPMC Table 1 only) */
+} hard_moves;
+
+/* Squared distance between point t and the particle at p of a cell whose frame is s away. The
+ * one formula for every overlap decision (acceptance, volume moves, checks). */
+HARD_INLINE float hard_d2(int dim, const float t[3], const float p[3], const float s[3])
+{
+    float dx = t[0] - (p[0] + s[0]);
+    float dy = t[1] - (p[1] + s[1]);
+    float r2 = dx * dx + dy * dy;
+    if (dim == 3) {
+        float dz = t[2] - (p[2] + s[2]);
+        r2 = r2 + dz * dz;
+    }
+    return r2;
+}
+
+#define HARD_IDENTITY 0xba9876543210ull
+
+/* A uniformly random permutation of 0..n-1 (n <= 12) as 4-bit entries of one word: a
+ * Fisher-Yates shuffle, one Philox word per swap. */
+HARD_INLINE uint64_t hard_permutation(int n, uint64_t seed, uint64_t step, uint32_t cell)
+{
+    uint64_t perm = HARD_IDENTITY;
+    if (n < 2)
+        return perm;
+    carlo_u32x4 r[3];
+    r[0] = carlo_rng(seed, HARD_PURPOSE_ORDER, step, cell, 0);
+    r[1] = n > 5 ? carlo_rng(seed, HARD_PURPOSE_ORDER, step, cell, 1) : r[0];
+    r[2] = n > 9 ? carlo_rng(seed, HARD_PURPOSE_ORDER, step, cell, 2) : r[0];
+    for (int i = n - 1, k = 0; i > 0; i--, k++) {
+        uint32_t j = carlo_cell_below(r[k >> 2].v[k & 3], (uint32_t)(i + 1), seed, HARD_PURPOSE_ORDER,
+                                      step, cell, 3u + (uint32_t)k);
+        uint64_t a = perm >> (4 * i) & 15u, b = perm >> (4 * j) & 15u;
+        perm &= ~((15ull << (4 * i)) | (15ull << (4 * j)));
+        perm |= a << (4 * j) | b << (4 * i);
+    }
+    return perm;
+}
+
+/* A coordinate of the unit square from one word: the odd multiples of 2^-24 in (-1, 1), a set
+ * symmetric under negation, so a move and its reverse are proposed equally often. */
+HARD_INLINE float hard_unit(uint32_t w)
+{
+    return (float)(2 * (int32_t)(w >> 8) + 1 - 16777216) * (1.0f / 16777216.0f);
+}
+
+/* Trial displacement of move s: uniform in the disk (ball) of radius d by rejection, then
+ * rounded to the cells' quantum q (symmetrically), so that the trial position is exact in every
+ * frame. After 256 misses (probability below 1e-300) the move is the zero displacement. */
+HARD_INLINE void hard_displacement_raw(int dim, float d, uint64_t seed, uint64_t step,
+                                       uint32_t cell, uint32_t s, float out[3])
+{
+    out[0] = out[1] = out[2] = 0.0f;
+    for (uint32_t attempt = 0; attempt < 256; attempt++) {
+        carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, (s << 8) | attempt);
+        float v0 = hard_unit(r.v[0]), v1 = hard_unit(r.v[1]), v2 = hard_unit(r.v[2]);
+        if (dim == 2) {
+            if (v0 * v0 + v1 * v1 < 1.0f) {
+                out[0] = d * v0;
+                out[1] = d * v1;
+                return;
+            }
+            float v3 = hard_unit(r.v[3]);
+            if (v2 * v2 + v3 * v3 < 1.0f) {
+                out[0] = d * v2;
+                out[1] = d * v3;
+                return;
+            }
+        } else if (v0 * v0 + v1 * v1 + v2 * v2 < 1.0f) {
+            out[0] = d * v0;
+            out[1] = d * v1;
+            out[2] = d * v2;
+            return;
+        }
+    }
+}
+
+HARD_INLINE void hard_displacement(const carlo_cell_grid *g, int dim, float d, uint64_t seed,
+                                   uint64_t step, uint32_t cell, uint32_t s, float out[3])
+{
+    hard_displacement_raw(dim, d, seed, step, cell, s, out);
+    for (int a = 0; a < dim; a++)
+        out[a] = carlo_cell_quantize(g, out[a]);
+}
+
+/* Whether the point t, inside cell xyz, overlaps a particle of one of the neighbouring cells.
+ * A neighbour is skipped when the nearest point of its cell is at least 1 away: the squared
+ * distances to the faces crossed, summed in the order hard_d2 sums, bound every particle's
+ * computed distance from below (all values are exact multiples of q, rounding is monotonic),
+ * so the pruning changes no decision. */
+HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const carlo_cell_grid *g,
+                                        const float *pos, const uint32_t *count, const int xyz[3],
+                                        const float t[3])
+{
+    float lo2[3], hi2[3]; /* squared distances to the low and high faces */
+    for (int a = 0; a < 3; a++) {
+        float l = a < dim ? t[a] : 0.0f, h = a < dim ? g->w[a] - t[a] : 0.0f;
+        lo2[a] = l * l;
+        hi2[a] = h * h;
+    }
+    const int zmin = dim == 3 ? -1 : 0, zmax = dim == 3 ? 1 : 0;
+    for (int oz = zmin; oz <= zmax; oz++) {
+        const float fz = oz < 0 ? lo2[2] : (oz > 0 ? hi2[2] : 0.0f);
+        for (int oy = -1; oy <= 1; oy++) {
+            const float fy = oy < 0 ? lo2[1] : (oy > 0 ? hi2[1] : 0.0f);
+            for (int ox = -1; ox <= 1; ox++) {
+                if (ox == 0 && oy == 0 && oz == 0)
+                    continue;
+                const float fx = ox < 0 ? lo2[0] : (ox > 0 ? hi2[0] : 0.0f);
+                float near2 = fx + fy;
+                if (dim == 3)
+                    near2 = near2 + fz;
+                if (!(near2 < 1.0f))
+                    continue;
+                int off[3] = {ox, oy, oz};
+                float s[3];
+                int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
+                int n = (int)HARD_LOAD(&count[cn]);
+                if (n > nmax)
+                    n = nmax;
+                for (int j = 0; j < n; j++) {
+                    float p[3] = {0.0f, 0.0f, 0.0f};
+                    for (int a = 0; a < dim; a++)
+                        p[a] = HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)]);
+                    if (hard_d2(dim, t, p, s) < 1.0f)
+                        return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* MPMC Algorithm 2 for one active cell: n_M trial moves. Returns the number accepted; the cell
+ * was empty when *tried stays 0. dim, nmax and cache are literal constants at every call site,
+ * so the compilers unroll the slot loops. With cache = 1 the cell's particles are held in
+ * registers (the paper keeps them in shared memory); with cache = 0 they are read from and
+ * written to the cell storage directly (no other thread touches an active cell), which saves
+ * registers where a cell has many slots. Both make the same decisions from the same floats. */
+HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int cache,
+                                      const carlo_cell_grid *g, float *pos, const uint32_t *count,
+                                      const int xyz[3], hard_moves mv, uint64_t seed, uint64_t step,
+                                      uint32_t *tried)
+{
+    const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
+    int n = (int)count[c];
+    *tried = 0;
+    if (n <= 0)
+        return 0;
+    if (n > nmax)
+        n = nmax;
+    float own[HARD_NMAX][3];
+    if (cache) {
+        HARD_UNROLL
+        for (int i = 0; i < nmax; i++)
+            HARD_UNROLL
+            for (int a = 0; a < 3; a++)
+                own[i][a] = a < dim ? pos[carlo_cell_slot(g, c, i, a)] : 0.0f;
+    }
+    const uint64_t perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
+    const float zero[3] = {0.0f, 0.0f, 0.0f};
+    uint32_t accepted = 0;
+    int k = 0;
+    for (int s = 0; s < mv.moves; s++) {
+        const int i = (int)(perm >> (4 * k) & 15u);
+        if (++k == n)
+            k = 0;
+        float t[3] = {0.0f, 0.0f, 0.0f}, disp[3];
+        hard_displacement(g, dim, mv.d, seed, step, (uint32_t)c, (uint32_t)s, disp);
+        if (cache) {
+            HARD_UNROLL
+            for (int j = 0; j < nmax; j++) /* t = own[i] + disp, without indexing by i */
+                if (j == i)
+                    HARD_UNROLL
+                    for (int a = 0; a < dim; a++)
+                        t[a] = own[j][a] + disp[a];
+        } else {
+            HARD_UNROLL
+            for (int a = 0; a < dim; a++)
+                t[a] = pos[carlo_cell_slot(g, c, i, a)] + disp[a];
+        }
+        int ok = 1;
+        HARD_UNROLL
+        for (int a = 0; a < dim; a++)
+            ok &= t[a] >= 0.0f && t[a] < g->w[a];
+        if (!ok)
+            continue;
+        if (cache) {
+            HARD_UNROLL
+            for (int j = 0; j < nmax; j++) /* full loops with static indices keep own[] in registers */
+                if (ok && j != i && j < n && hard_d2(dim, t, own[j], zero) < 1.0f)
+                    ok = 0;
+        } else {
+            for (int j = 0; j < n && ok; j++) {
+                if (j == i)
+                    continue;
+                float p[3] = {0.0f, 0.0f, 0.0f};
+                HARD_UNROLL
+                for (int a = 0; a < dim; a++)
+                    p[a] = pos[carlo_cell_slot(g, c, j, a)];
+                if (hard_d2(dim, t, p, zero) < 1.0f)
+                    ok = 0;
+            }
+        }
+        if (ok && hard_overlaps_neighbors(dim, nmax, g, pos, count, xyz, t))
+            ok = 0;
+        if (!ok)
+            continue;
+        if (cache) {
+            HARD_UNROLL
+            for (int j = 0; j < nmax; j++)
+                if (j == i)
+                    HARD_UNROLL
+                    for (int a = 0; a < dim; a++)
+                        own[j][a] = t[a];
+        } else {
+            HARD_UNROLL
+            for (int a = 0; a < dim; a++)
+                pos[carlo_cell_slot(g, c, i, a)] = t[a];
+        }
+        accepted++;
+    }
+    if (cache && accepted)
+        HARD_UNROLL
+        for (int i = 0; i < nmax; i++)
+            if (i < n)
+                HARD_UNROLL
+                for (int a = 0; a < dim; a++)
+                    pos[carlo_cell_slot(g, c, i, a)] = own[i][a];
+    *tried = (uint32_t)mv.moves;
+    return accepted;
+}
+
+/* ---------- pair scans: observables and checks ---------- */
+
+/* What the pair scan of one particle looks at: pairs closer than r2cut (squared, float) go to
+ * the pair-distance histogram, the nearest neighbour to the scale-distribution histogram. */
+typedef struct hard_scan {
+    double gr_dr, gr_width;   /* g(r) bins of width dr on [1, 1 + width) */
+    int gr_bins;
+    double sdf_dx, sdf_xmax;  /* scale-factor bins of width dx on [0, xmax) */
+    int sdf_bins;
+} hard_scan;
+
+/* Visit every neighbour (any cell within one step, this cell included, itself excluded) of the
+ * particle in slot i of cell xyz: returns the squared distances' minimum, counts those below 1
+ * into *overlaps and, when hist is given, bins pairs for g(r). HIST_ADD increments a bin: an
+ * atomic on the GPU, a plain increment into a thread's own array on the CPU. */
+#if defined(__CUDA_ARCH__)
+#define HARD_HIST_ADD(h, b) atomicAdd(&(h)[b], 1u)
+#else
+#define HARD_HIST_ADD(h, b) ((h)[b]++)
+#endif
+
+HARD_INLINE float hard_particle_scan(const int dim, const int nmax, const carlo_cell_grid *g,
+                                     const float *pos, const uint32_t *count, const int xyz[3],
+                                     int i, uint32_t *overlaps, const hard_scan *sc,
+                                     uint32_t *gr_hist)
+{
+    const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
+    float t[3] = {0.0f, 0.0f, 0.0f};
+    for (int a = 0; a < dim; a++)
+        t[a] = pos[carlo_cell_slot(g, c, i, a)];
+    float best = 3.0e38f;
+    const int zmin = dim == 3 ? -1 : 0, zmax = dim == 3 ? 1 : 0;
+    const double rcut = sc ? 1.0 + sc->gr_width : 0.0;
+    for (int oz = zmin; oz <= zmax; oz++)
+        for (int oy = -1; oy <= 1; oy++)
+            for (int ox = -1; ox <= 1; ox++) {
+                int off[3] = {ox, oy, oz};
+                float s[3];
+                int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
+                int n = (int)count[cn];
+                if (n > nmax)
+                    n = nmax;
+                for (int j = 0; j < n; j++) {
+                    if (cn == c && j == i && ox == 0 && oy == 0 && oz == 0)
+                        continue;
+                    float p[3] = {0.0f, 0.0f, 0.0f};
+                    for (int a = 0; a < dim; a++)
+                        p[a] = pos[carlo_cell_slot(g, cn, j, a)];
+                    float r2 = hard_d2(dim, t, p, s);
+                    if (r2 < best)
+                        best = r2;
+                    if (r2 < 1.0f)
+                        (*overlaps)++;
+                    if (gr_hist && r2 < 4.0f) {
+                        double r = sqrt((double)r2);
+                        if (r >= 1.0 && r < rcut) {
+                            int b = (int)((r - 1.0) / sc->gr_dr);
+                            if (b < sc->gr_bins)
+                                HARD_HIST_ADD(gr_hist, b);
+                        }
+                    }
+                }
+            }
+    return best;
+}
+
+/* The scale-distribution bin of a particle whose nearest neighbour is at squared distance
+ * r2min: x = 1 - 1/r, the fractional compression that would make the pair touch; -1 when
+ * outside [0, xmax). */
+HARD_INLINE int hard_sdf_bin(float r2min, const hard_scan *sc)
+{
+    if (!(r2min >= 1.0f) || r2min > 4.0f)
+        return -1;
+    double x = 1.0 - 1.0 / sqrt((double)r2min);
+    if (x >= sc->sdf_xmax)
+        return -1;
+    int b = (int)(x / sc->sdf_dx);
+    return b < sc->sdf_bins ? b : -1;
+}
+
+#endif

@@ -1,0 +1,115 @@
+-- gpu/hard: the CUDA backend of hard disks and spheres against the CPU backend, bit for bit
+-- (same seed, same kernels from src/hard/hard_kernel.h, no FMA contraction), through random
+-- starts (compression), NVT and NPT sweeps and the pressure histograms; invariants after long
+-- runs on large systems; the thread-block shape changes speed only.
+local carlo = require "carlo"
+local check = require "check"
+if not check.gpu_or_skip("gpu/hard/bitwise") then return end
+
+local function pair(ctor, t)
+  t.quiet = true
+  t.device = "cpu"
+  local c = ctor(t)
+  t.device = "gpu"
+  local g = ctor(t)
+  return c, g
+end
+
+local function same(name, c, g)
+  local sc, sg = c:snapshot(), g:snapshot()
+  local oc, og = c:observe(), g:observe()
+  local ok = sc.position == sg.position and c.step == g.step and oc.tried == og.tried
+    and oc.accepted == og.accepted and oc.volume_accepted == og.volume_accepted
+  for k = 1, 6 do ok = ok and sc.box[k] == sg.box[k] end
+  local first
+  if not ok then
+    for i = 1, #sc.position do
+      if sc.position[i] ~= sg.position[i] then first = i; break end
+    end
+  end
+  return check.ok(name, ok, ("CPU and GPU differ (first coordinate %s; tried %d / %d, accepted %d / %d)")
+    :format(tostring(first), oc.tried, og.tried, oc.accepted, og.accepted))
+end
+
+-- disks from a lattice, NVT
+local c, g = pair(carlo.hard_disks, { N = 128 * 128, phi = 0.70, init = "hex", seed = 1 })
+c:run{ sweeps = 300 }
+g:run{ sweeps = 300 }
+same("gpu/hard/bitwise-disks-nvt", c, g)
+
+-- disks from a random start: the compression (overlap scans, re-gridding) is on the device too
+c, g = pair(carlo.hard_disks, { N = 2048, phi = 0.66, seed = 2 })
+same("gpu/hard/bitwise-disks-compressed", c, g)
+c:run{ sweeps = 200 }
+g:run{ sweeps = 200 }
+same("gpu/hard/bitwise-disks-random", c, g)
+
+-- spheres
+c, g = pair(carlo.hard_spheres, { N = 4 * 16 * 16 * 16, phi = 0.50, init = "fcc", seed = 3 })
+c:run{ sweeps = 300 }
+g:run{ sweeps = 300 }
+same("gpu/hard/bitwise-spheres-nvt", c, g)
+
+-- NPT: volume moves decided on the host from device overlap counts
+c, g = pair(carlo.hard_disks, { N = 4096, phi = 0.65, init = "hex", seed = 4 })
+for _, s in ipairs{ c, g } do s.P = 7.5; s.dlnV = 2 / s.N end
+c:run{ sweeps = 300 }
+g:run{ sweeps = 300 }
+same("gpu/hard/bitwise-disks-npt", c, g)
+c, g = pair(carlo.hard_spheres, { N = 2048, phi = 0.45, seed = 5 })
+for _, s in ipairs{ c, g } do s.P = 6.0; s.dlnV = 2 / s.N end
+c:run{ sweeps = 200 }
+g:run{ sweeps = 200 }
+same("gpu/hard/bitwise-spheres-npt", c, g)
+
+-- pressure: identical configurations give identical histograms, hence identical estimates
+local pc = c:sample{ sweeps = 40, every = 4, series = true }
+local pg = g:sample{ sweeps = 40, every = 4, series = true }
+check.ok("gpu/hard/pressure-bitwise", pc.series.P_gr == pg.series.P_gr and pc.series.P_sdf == pg.series.P_sdf)
+
+-- the block shape is a tuning knob, not physics
+local a = carlo.hard_disks{ N = 64 * 64, phi = 0.70, init = "hex", seed = 6, device = "gpu", quiet = true }
+local b = carlo.hard_disks{ N = 64 * 64, phi = 0.70, init = "hex", seed = 6, device = "gpu", quiet = true }
+b.block = { 128, 2 }
+a:run{ sweeps = 100 }
+b:run{ sweeps = 100 }
+check.ok("gpu/hard/block-shape-invariant", a:snapshot().position == b:snapshot().position)
+-- both forms of the cell update, against the CPU
+for _, v in ipairs{ "memory", "registers" } do
+  c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.52, init = "fcc", seed = 11 })
+  g.variant = v
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/hard/bitwise-spheres-" .. v, c, g)
+  c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex", seed = 12 })
+  g.variant = v
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/hard/bitwise-disks-" .. v, c, g)
+end
+
+-- invariants after long runs at the paper's size and density
+local big = carlo.hard_disks{ N = 256 * 256, phi = 0.698, init = "hex", seed = 7, device = "gpu", quiet = true }
+big:run{ sweeps = 20000 }
+local ok, why = big:verify()
+check.ok("gpu/hard/invariants-65536", ok, why)
+local st = carlo.hard_disks{ N = 64, phi = 0.72, init = "hex", seed = 8, device = "gpu", quiet = true }
+st:run{ sweeps = 100000 }
+ok, why = st:verify()
+check.ok("gpu/hard/stress-1e5-shifts", ok and st.N == 64, why)
+local sph = carlo.hard_spheres{ N = 131072, phi = 0.60, init = "fcc", seed = 9, device = "gpu", quiet = true }
+sph:run{ sweeps = 2000 }
+ok, why = sph:verify()
+check.ok("gpu/hard/invariants-spheres-131072", ok, why)
+
+if carlo.load then
+  local x = carlo.hard_disks{ N = 4096, phi = 0.68, init = "hex", seed = 10, device = "gpu", quiet = true }
+  local y = carlo.hard_disks{ N = 4096, phi = 0.68, init = "hex", seed = 10, device = "gpu", quiet = true }
+  x:run{ sweeps = 200 }
+  y:run{ sweeps = 100 }
+  local path = check.tmp .. "/hard-gpu.ckpt"
+  y:save(path)
+  local z = carlo.load(path, "cpu") -- a GPU checkpoint continues on the CPU, bit for bit
+  z:run{ sweeps = 100 }
+  check.ok("gpu/hard/checkpoint-gpu-to-cpu", x:snapshot().position == z:snapshot().position)
+end
