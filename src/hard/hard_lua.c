@@ -17,6 +17,7 @@
 #include "hard/hard.h"
 #include "hard/hard_lua.h"
 #include "traj/checkpoint.h"
+#include "traj/traj_lua.h"
 
 #define HARD_MT "carlo.hard"
 
@@ -292,9 +293,16 @@ static int save_to(lua_State *L, hard_system *s, const char *path, const char *w
 }
 
 /* sys:run{ sweeps = n | upto = step, walltime =, checkpoint =, quiet = } */
+static int write_frame(void *ctx, hard_system *s)
+{
+    (void)s;
+    return traj_sink_write((traj_sink *)ctx);
+}
+
 static int l_run(lua_State *L)
 {
-    static const char *const keys[] = {"sweeps", "upto", "walltime", "checkpoint", "quiet", NULL};
+    static const char *const keys[] = {"sweeps", "upto", "walltime", "checkpoint", "every",
+                                       "trajectory", "quiet", NULL};
     const char *where = "hard:run";
     hard_system *s = check(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -318,6 +326,12 @@ static int l_run(lua_State *L)
         return fail(L, "%s: checkpoint goes with walltime (use sys:save(path) otherwise)", where);
     if (o.walltime > 0)
         o.reserve = ckpt ? 0.5 + (double)s->N * 48.0 / 1e8 : 0;
+    traj_sink sink; /* a frame every `every` sweeps, written from C */
+    o.every = traj_lua_sink(L, 2, 1, where, s->step, &sink);
+    if (sink.tr) {
+        o.callback = write_frame;
+        o.ctx = &sink;
+    }
     hard_run_result res;
     if (hard_run_ex(s, &o, &res))
         return carlo_raise(L, where);

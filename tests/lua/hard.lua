@@ -164,3 +164,19 @@ check.ok("lua/hard/no-shuffle-runs", ns:verify() and ns.shuffle == false)
 
 -- a frame for trajectories, with GSD names
 check.ok("lua/hard/tostring", tostring(d):find("hard_disks", 1, true) ~= nil)
+
+-- trajectories: run{ every =, trajectory = } writes the frames of the run from C
+do
+  local path = check.tmp .. "/hard-run.ctr"
+  local sys = disks{ N = 64, phi = 0.5, seed = 21 }
+  local tr = carlo.trajectory(path, "w")
+  sys:run{ sweeps = 40, every = 10, trajectory = tr }
+  tr:close()
+  local rd = carlo.trajectory(path, "r")
+  local last = rd:frame(-1)
+  local snap = sys:snapshot()
+  local same = #rd == 4 and last["configuration/step"][1] == 40
+  for i = 1, 3 * 64 do same = same and last["particles/position"][i] == snap.position[i] end
+  check.ok("lua/hard/run-writes-trajectory", same, ("%d frames"):format(#rd))
+  rd:close()
+end
