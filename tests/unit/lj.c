@@ -1,0 +1,239 @@
+/* unit/lj — the Lennard-Jones model below Lua: the device-safe exp, the tail formulas, the
+ * decomposition chain against the serial reference, from-scratch energies, cell-list
+ * invariants and checkpoint round trips. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/error.h"
+#include "lj/lj.h"
+#include "traj/checkpoint.h"
+
+static lj_system *make(uint32_t N, int dim, double rho, double T, double rc, int sum,
+                       lj_init init, uint64_t seed)
+{
+    double side = pow(N / rho, 1.0 / dim);
+    lj_params p = {.N = N, .dim = dim, .box = {side, side, dim == 3 ? side : 1.0}, .rc = rc,
+                   .T = T, .delta = 0.12, .shift = 0, .tail = 1, .mode = LJ_DECOMPOSITION,
+                   .sum = sum, .device = CARLO_CPU, .seed = seed, .init = init};
+    lj_system *s = lj_create(&p);
+    if (!s)
+        printf("lj_create failed: %s\n", carlo_errmsg());
+    return s;
+}
+
+static double *positions(lj_system *s)
+{
+    double *pos = malloc(sizeof(double) * 3 * s->N);
+    lj_positions(s, pos);
+    return pos;
+}
+
+static void test_exp(void)
+{
+    double worst = 0;
+    for (int k = 0; k <= 200000; k++) {
+        double x = -699.0 * k / 200000.0 + 1e-3 * sin(k); /* irregular points in (-700, 0] */
+        if (x > 0)
+            x = -x;
+        double a = lj_exp(x), b = exp(x);
+        double rel = fabs(a - b) / b;
+        worst = rel > worst ? rel : worst;
+    }
+    CHECK("unit/lj/exp-accuracy", worst < 5e-16, "worst relative error %g", worst);
+    CHECK("unit/lj/exp-edges", lj_exp(0.0) == 1.0 && lj_exp(-800.0) == 0.0 && lj_exp(NAN) == 0.0,
+          "exp(0) = %g, exp(-800) = %g", lj_exp(0.0), lj_exp(-800.0));
+    CHECK("unit/lj/accept-rules",
+          lj_accept(-1.0, 1.0, 0.999) && !lj_accept(INFINITY, 1.0, 0.0) &&
+              !lj_accept(NAN, 1.0, 0.0) && lj_accept(1.0, 1.0, 0.3678) && !lj_accept(1.0, 1.0, 0.3679),
+          "Metropolis rule");
+}
+
+/* Tail corrections against a numerical integral of the potential beyond rc. */
+static void test_tails(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        lj_system *s = make(256, dim, 0.5, 1.0, 2.5, LJ_SUM_ALL, LJ_INIT_FCC, 1);
+        if (!s)
+            return;
+        double rho = lj_density(s), rc = 2.5, iu = 0, ip = 0;
+        /* substitute r = rc / t, t in (0, 1]: dr = rc / t^2 dt; Simpson on a fine grid */
+        int n = 200000;
+        for (int k = 0; k <= n; k++) {
+            double t = (double)k / n;
+            double wgt = (k == 0 || k == n) ? 1 : (k % 2 ? 4 : 2);
+            if (t == 0)
+                continue; /* the integrands vanish there */
+            double r = rc / t, jac = rc / (t * t);
+            double ir6 = pow(r, -6);
+            double u = 4 * (ir6 * ir6 - ir6), du = -48 * ir6 * ir6 / r + 24 * ir6 / r;
+            double surf = dim == 3 ? 4 * M_PI * r * r : 2 * M_PI * r;
+            iu += wgt * u * surf * jac;
+            ip += wgt * r * du * surf * jac;
+        }
+        iu /= 3.0 * n;
+        ip /= 3.0 * n;
+        double ue = 0.5 * rho * iu, pe = -rho * rho / (2.0 * dim) * ip;
+        char name[64];
+        snprintf(name, sizeof name, "unit/lj/tail-energy-%dd", dim);
+        CHECK(name, fabs(lj_tail_energy(s) - ue) < 1e-10 * fabs(ue), "%.15g vs %.15g",
+              lj_tail_energy(s), ue);
+        snprintf(name, sizeof name, "unit/lj/tail-pressure-%dd", dim);
+        CHECK(name, fabs(lj_tail_pressure(s) - pe) < 1e-10 * fabs(pe), "%.15g vs %.15g",
+              lj_tail_pressure(s), pe);
+        lj_destroy(s);
+    }
+}
+
+/* Brute-force pair double loop, i < j, no cells: the from-scratch energy must agree. */
+static void test_fresh(void)
+{
+    lj_system *s = make(1500, 3, 0.8, 1.0, 2.5, -1, LJ_INIT_RANDOM, 5);
+    if (!s)
+        return;
+    lj_moves(s, 20000);
+    double *pos = positions(s);
+    double U = 0, W = 0;
+    for (uint32_t i = 0; i < s->N; i++)
+        for (uint32_t j = i + 1; j < s->N; j++) {
+            double u, w;
+            lj_pair(lj_r2(&s->g, pos[3 * i], pos[3 * i + 1], pos[3 * i + 2], pos[3 * j],
+                          pos[3 * j + 1], pos[3 * j + 2]),
+                    s->g.rc2, s->g.ushift, &u, &w);
+            U += u;
+            W += w;
+        }
+    double Uf, Wf;
+    lj_energy_fresh(s, pos, &Uf, &Wf);
+    CHECK("unit/lj/fresh-energy", fabs(Uf - U) < 1e-11 * fabs(U) && fabs(Wf - W) < 1e-11 * fabs(W),
+          "U %.15g vs %.15g, W %.15g vs %.15g", Uf, U, Wf, W);
+    CHECK("unit/lj/running-energy", fabs(s->U - U) < 1e-10 * fabs(U) && fabs(s->W - W) < 1e-10 * fabs(W),
+          "running U %.15g vs %.15g", s->U, U);
+    /* every particle sits in the cell of its position and every list is a permutation */
+    lj_cell_lists c;
+    lj_cell_lists_alloc(s, &c);
+    s->be->download(s, pos, &c);
+    int ok = s->sum == LJ_SUM_CELLS;
+    uint8_t *seen = calloc(s->N, 1);
+    int64_t k = 0;
+    for (int cell = 0; cell < s->ncell && ok; cell++)
+        for (int m = 0; m < c.count[cell] && ok; m++, k++) {
+            int32_t i = c.order[k];
+            ok = i >= 0 && (uint32_t)i < s->N && !seen[i] &&
+                 lj_cell_of(&s->g, pos[3 * i], pos[3 * i + 1], pos[3 * i + 2]) == cell;
+            seen[i] = 1;
+        }
+    CHECK("unit/lj/cell-lists", ok && k == (int64_t)s->N, "cell lists broken at entry %lld",
+          (long long)k);
+    free(seen);
+    lj_cell_lists_free(&c);
+    free(pos);
+    lj_destroy(s);
+}
+
+/* The decomposition chain of the CPU backend equals the serial reference, move for move. */
+static void test_serial(int dim, int sum, uint32_t N, double rho, const char *name)
+{
+    lj_system *s = make(N, dim, rho, 0.9, 2.5, sum, LJ_INIT_RANDOM, 11);
+    if (!s)
+        return;
+    if ((int)s->sum != sum) {
+        CHECK(name, 0, "asked for sum %d, got %d", sum, (int)s->sum);
+        lj_destroy(s);
+        return;
+    }
+    double *ref = positions(s);
+    double U = s->U, W = s->W;
+    uint64_t acc = 0, n = 20000;
+    lj_serial_moves(&s->g, s->N, s->beta, s->delta, s->seed, 0, n, ref, &U, &W, &acc);
+    lj_moves(s, n);
+    double *pos = positions(s);
+    int same = memcmp(pos, ref, sizeof(double) * 3 * s->N) == 0;
+    CHECK(name, same && acc == s->accepted && fabs(U - s->U) < 1e-10 * fabs(U) &&
+                    fabs(W - s->W) < 1e-10 * fabs(W),
+          "positions %s, accepted %llu vs %llu, U %.15g vs %.15g", same ? "equal" : "differ",
+          (unsigned long long)s->accepted, (unsigned long long)acc, s->U, U);
+    free(ref);
+    free(pos);
+    lj_destroy(s);
+}
+
+/* Run 2n moves, or n, checkpoint (through a file), restore, n more: the same bits. */
+static void test_checkpoint(int sum, const char *name)
+{
+    const char *dir = getenv("CARLO_TEST_TMP");
+    char path[512];
+    snprintf(path, sizeof path, "%s/lj-unit.ckpt", dir ? dir : "/tmp");
+    lj_system *a = make(1372, 3, 0.7, 1.1, 2.5, sum, LJ_INIT_FCC, 3);
+    lj_system *b = make(1372, 3, 0.7, 1.1, 2.5, sum, LJ_INIT_FCC, 3);
+    if (!a || !b)
+        return;
+    lj_moves(a, 30000);
+    lj_moves(b, 15000);
+    carlo_frame f, g;
+    carlo_frame_init(&f);
+    int rc = lj_checkpoint(b, &f) || traj_checkpoint_save(path, &f);
+    carlo_frame_free(&f);
+    lj_destroy(b);
+    rc = rc || traj_checkpoint_load(path, &g);
+    lj_system *c = rc ? NULL : lj_restore(&g, CARLO_CPU);
+    carlo_frame_free(&g);
+    if (!c) {
+        CHECK(name, 0, "restore failed: %s", carlo_errmsg());
+        lj_destroy(a);
+        return;
+    }
+    lj_moves(c, 15000);
+    double *pa = positions(a), *pc = positions(c);
+    int same = memcmp(pa, pc, sizeof(double) * 3 * a->N) == 0;
+    CHECK(name, same && a->U == c->U && a->W == c->W && a->accepted == c->accepted &&
+                    a->moves == c->moves,
+          "positions %s, U %.17g vs %.17g", same ? "equal" : "differ", a->U, c->U);
+    free(pa);
+    free(pc);
+    lj_destroy(a);
+    lj_destroy(c);
+}
+
+static void test_bad_checkpoint(void)
+{
+    lj_system *s = make(500, 3, 0.8, 1.0, 2.5, LJ_SUM_CELLS, LJ_INIT_FCC, 3);
+    if (!s) { /* 500 at 0.8 has 3 cells per axis: cells are allowed when asked for */
+        CHECK("unit/lj/checkpoint-untrusted", 0, "no system");
+        return;
+    }
+    carlo_frame f;
+    carlo_frame_init(&f);
+    lj_checkpoint(s, &f);
+    /* corrupt one list entry: the restore must refuse it, not run with it */
+    for (int i = 0; i < f.n; i++)
+        if (strcmp(f.chunk[i].name, "lj/cell_order") == 0) {
+            int32_t *o = f.chunk[i].owned;
+            int32_t t = o[0];
+            o[0] = o[1];
+            o[1] = t == o[1] ? t + 1 : o[1];
+            o[1] = o[0];
+        }
+    lj_system *r = lj_restore(&f, CARLO_CPU);
+    CHECK("unit/lj/checkpoint-untrusted", r == NULL && strstr(carlo_errmsg(), "permutation"),
+          "restore accepted bad cell lists (%s)", r ? "no error" : carlo_errmsg());
+    lj_destroy(r);
+    carlo_frame_free(&f);
+    lj_destroy(s);
+}
+
+int main(void)
+{
+    test_exp();
+    test_tails();
+    test_fresh();
+    test_serial(3, LJ_SUM_ALL, 300, 0.8, "unit/lj/serial-reference-all-3d");
+    test_serial(3, LJ_SUM_CELLS, 2000, 0.8, "unit/lj/serial-reference-cells-3d");
+    test_serial(2, LJ_SUM_ALL, 200, 0.7, "unit/lj/serial-reference-all-2d");
+    test_serial(2, LJ_SUM_CELLS, 600, 0.7, "unit/lj/serial-reference-cells-2d");
+    test_checkpoint(LJ_SUM_ALL, "unit/lj/checkpoint-continues-all");
+    test_checkpoint(LJ_SUM_CELLS, "unit/lj/checkpoint-continues-cells");
+    test_bad_checkpoint();
+    return check_failed;
+}
