@@ -305,6 +305,7 @@ static int a_new(lua_State *L)
     }
     if (rows < 0 || cols < 0 || rows > (int64_t)1 << 40 || cols > (int64_t)1 << 40)
         return luaL_error(L, "carlo.array: shape out of range");
+    int fill = !lua_isnoneornil(L, 3); /* before the push: the new array lands at index 3 */
     carlo_array *a = carlo_array_push(L, t, rows, cols);
     int out = lua_gettop(L);
     if (from_values) {
@@ -313,7 +314,7 @@ static int a_new(lua_State *L)
             set_elem(L, a, i, -1);
             lua_pop(L, 1);
         }
-    } else if (!lua_isnoneornil(L, 3)) {
+    } else if (fill) {
         for (size_t i = 0; i < a->n; i++)
             set_elem(L, a, i, 3);
     }

@@ -48,6 +48,7 @@ typedef struct lj_system {
     lj_mode mode;
     lj_sum sum;
     int ncell;            /* cells of the grid (sum = cells), else 0 */
+    int cell_cap;         /* room per cell list now (grows when a list fills) */
     carlo_device_kind device;
     lj_kernel_variant kernel;
     uint64_t seed;

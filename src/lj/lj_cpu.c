@@ -87,6 +87,7 @@ static int layout_cells(lj_system *s, const int32_t *order, const int32_t *count
     }
     free_cells(im);
     im->cap = cap;
+    s->cell_cap = cap;
     im->count = cnt;
     im->slot = slot;
     im->cell_of = cell_of;

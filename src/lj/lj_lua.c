@@ -632,6 +632,7 @@ static int l_index(lua_State *L)
     else if (strcmp(k, "acceptance") == 0)
         lua_pushnumber(L, s->tried ? (double)s->accepted / (double)s->tried : 0.0);
     else if (strcmp(k, "drift") == 0) lua_pushnumber(L, s->drift);
+    else if (strcmp(k, "cell_capacity") == 0) lua_pushinteger(L, s->cell_cap);
     else if (strcmp(k, "drift_max") == 0) lua_pushnumber(L, s->drift_max);
     else if (strcmp(k, "cells") == 0) {
         lua_createtable(L, s->dim, 0);
