@@ -706,6 +706,7 @@ int lj_recompute(lj_system *s, double *U_running, double *U_fresh)
         return -1;
     double scale = fmax(fabs(U), 1e-300);
     s->drift = fabs(s->U - U) / scale;
+    s->checks++;
     if (s->drift > s->drift_max)
         s->drift_max = s->drift;
     if (U_running)

@@ -60,6 +60,7 @@ typedef struct lj_system {
     uint64_t tried, accepted; /* trial moves since creation */
     double drift;         /* |running - fresh| / |fresh| of the last recomputation */
     double drift_max;     /* largest drift seen */
+    uint64_t checks;      /* recomputations done */
     const struct lj_backend *be;
     void *impl;
     int dead;

@@ -181,23 +181,48 @@ static lj_uw sum_all(const lj_system *s, const cpu_impl *im, const double p[3], 
     return tiles[0];
 }
 
+/* The halving tree over the first `used` of LJ_LANES lanes, the rest being +0: a stride whose
+ * upper half lies wholly in the zero lanes only adds +0, which changes nothing (a lane sum
+ * is never -0 in round-to-nearest), so skipping it gives the bits of the full tree. */
+static void tree_used(lj_uw *lane, uint32_t used)
+{
+    for (uint32_t s = LJ_LANES / 2; s > 0; s >>= 1) {
+        if (s >= used)
+            continue;
+        uint32_t top = used - s < s ? used - s : s;
+        for (uint32_t t = 0; t < top; t++) {
+            lane[t].u = lane[t].u + lane[t + s].u;
+            lane[t].w = lane[t].w + lane[t + s].w;
+        }
+        used = s;
+    }
+}
+
 /* Over the members of the neighbour cells of `cell`, in neighbour order then list order;
  * `skip` still takes its place in the count. */
 static lj_uw sum_cells(const lj_system *s, const cpu_impl *im, const double p[3], int cell,
                        uint32_t skip)
 {
     lj_uw lane[LJ_LANES];
-    memset(lane, 0, sizeof lane);
-    uint32_t k = 0;
-    int nq = lj_neighbour_count(s->dim);
+    int nq = lj_neighbour_count(s->dim), cq[LJ_NEIGH_MAX];
+    uint32_t M = 0;
     for (int q = 0; q < nq; q++) {
-        int c = lj_cell_neighbour(&s->g, cell, q);
+        cq[q] = lj_cell_neighbour(&s->g, cell, q);
+        M += (uint32_t)im->count[cq[q]];
+    }
+    uint32_t used = M < LJ_LANES ? M : LJ_LANES;
+    memset(lane, 0, sizeof lane[0] * (used ? used : 1));
+    uint32_t k = 0;
+    for (int q = 0; q < nq; q++) {
+        int c = cq[q];
         const double *e = im->slot + (size_t)c * (size_t)im->cap * 4;
         for (int32_t m = 0; m < im->count[c]; m++, k++, e += 4)
             if ((uint32_t)e[3] != skip)
                 lj_accumulate(&s->g, p, e[0], e[1], e[2], &lane[k % LJ_LANES]);
     }
-    lj_tree(lane, LJ_LANES);
+    tree_used(lane, used);
+    if (used == 0)
+        lane[0].u = lane[0].w = 0.0;
     return lane[0];
 }
 

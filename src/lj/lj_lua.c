@@ -634,6 +634,7 @@ static int l_index(lua_State *L)
     else if (strcmp(k, "drift") == 0) lua_pushnumber(L, s->drift);
     else if (strcmp(k, "cell_capacity") == 0) lua_pushinteger(L, s->cell_cap);
     else if (strcmp(k, "drift_max") == 0) lua_pushnumber(L, s->drift_max);
+    else if (strcmp(k, "checks") == 0) lua_pushinteger(L, (lua_Integer)s->checks);
     else if (strcmp(k, "cells") == 0) {
         lua_createtable(L, s->dim, 0);
         for (int a = 0; a < s->dim; a++) {

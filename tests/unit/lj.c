@@ -223,6 +223,77 @@ static void test_bad_checkpoint(void)
     lj_destroy(s);
 }
 
+/* The canonical order, written out plainly: candidates in list order, lane k % LJ_LANES,
+ * the full halving tree over the lanes, then over the tiles. The backend's Widom factors
+ * must match it bit for bit (the GPU's are compared with the CPU's in tests/gpu). */
+static double canonical_energy(const lj_system *s, const double *pos, const lj_cell_lists *c,
+                               const int32_t *start, const double p[3])
+{
+    lj_uw tiles[LJ_TILES_MAX], lane[LJ_LANES];
+    memset(tiles, 0, sizeof tiles);
+    if (s->sum == LJ_SUM_CELLS) {
+        memset(lane, 0, sizeof lane);
+        int cell = lj_cell_of(&s->g, p[0], p[1], p[2]), k = 0;
+        for (int q = 0; q < lj_neighbour_count(s->dim); q++) {
+            int cq = lj_cell_neighbour(&s->g, cell, q);
+            for (int m = 0; m < c->count[cq]; m++, k++) {
+                int32_t j = c->order[start[cq] + m];
+                lj_accumulate(&s->g, p, pos[3 * j], pos[3 * j + 1], pos[3 * j + 2], &lane[k % LJ_LANES]);
+            }
+        }
+        lj_tree(lane, LJ_LANES);
+        return lane[0].u;
+    }
+    uint32_t C, G;
+    lj_tiles(s->N, &C, &G);
+    for (uint32_t g = 0; g < G; g++) {
+        memset(lane, 0, sizeof lane);
+        for (uint32_t l = 0; l < LJ_LANES * C; l++) {
+            uint32_t j = g * LJ_LANES * C + l;
+            if (j < s->N)
+                lj_accumulate(&s->g, p, pos[3 * j], pos[3 * j + 1], pos[3 * j + 2], &lane[l % LJ_LANES]);
+        }
+        lj_tree(lane, LJ_LANES);
+        tiles[g] = lane[0];
+    }
+    lj_tree(tiles, lj_pow2_at_least(G));
+    return tiles[0].u;
+}
+
+static void test_canonical(int sum, uint32_t N, double rho, const char *name)
+{
+    lj_system *s = make(N, 3, rho, 0.9, 2.5, sum, LJ_INIT_RANDOM, 21);
+    if (!s)
+        return;
+    lj_moves(s, s->sum == LJ_SUM_CELLS ? 50000 : 500); /* lists no longer in index order */
+    double *pos = positions(s);
+    lj_cell_lists c = {0};
+    int32_t *start = NULL;
+    if (s->sum == LJ_SUM_CELLS) {
+        lj_cell_lists_alloc(s, &c);
+        s->be->download(s, pos, &c);
+        start = calloc((size_t)s->ncell + 1, sizeof *start);
+        for (int k = 0; k < s->ncell; k++)
+            start[k + 1] = start[k] + c.count[k];
+    }
+    enum { n = 200 };
+    double got[n];
+    s->be->widom(s, n, 7, got);
+    int bad = -1;
+    for (uint32_t k = 0; k < n && bad < 0; k++) {
+        double p[3];
+        lj_widom_position(&s->g, s->seed, 7, k, p);
+        double want = lj_widom_factor(canonical_energy(s, pos, &c, start, p), lj_widom_tail(s), s->beta);
+        if (memcmp(&want, &got[k], sizeof want) != 0)
+            bad = (int)k;
+    }
+    CHECK(name, bad < 0, "insertion %d differs", bad);
+    free(start);
+    lj_cell_lists_free(&c);
+    free(pos);
+    lj_destroy(s);
+}
+
 int main(void)
 {
     test_exp();
@@ -235,5 +306,9 @@ int main(void)
     test_checkpoint(LJ_SUM_ALL, "unit/lj/checkpoint-continues-all");
     test_checkpoint(LJ_SUM_CELLS, "unit/lj/checkpoint-continues-cells");
     test_bad_checkpoint();
+    test_canonical(LJ_SUM_CELLS, 3000, 0.8, "unit/lj/canonical-order-cells");
+    test_canonical(LJ_SUM_CELLS, 3000, 0.02, "unit/lj/canonical-order-cells-sparse");
+    test_canonical(LJ_SUM_ALL, 40000, 0.8, "unit/lj/canonical-order-all-tiles");
+    test_canonical(LJ_SUM_ALL, 300, 0.8, "unit/lj/canonical-order-all");
     return check_failed;
 }
