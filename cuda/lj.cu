@@ -125,14 +125,15 @@ __device__ __forceinline__ void block_tree4(double v[4], double (*sm)[LJ_LANES])
 }
 
 /* One warp: the neighbour cells of `cell` and the prefix offsets of their member counts. */
-__device__ __forceinline__ void prepare_list(const kp &p, int cell, int *cells, int *off)
+__device__ __forceinline__ void prepare_list(const kp &p, const int32_t *count, int cell,
+                                             int *cells, int *off)
 {
     const int lane = threadIdx.x & 31;
     int cnt = 0;
     if (lane < p.nq) {
         int c = lj_cell_neighbour(&p.g, cell, lane);
         cells[lane] = c;
-        cnt = p.count[c];
+        cnt = count[c];
     }
     int v = cnt;
 #pragma unroll
@@ -170,21 +171,21 @@ __device__ __forceinline__ void scan_list(const kp &p, const int *cells, const i
 /* Thread 0: apply an accepted move to positions and cell lists (the last member of the old
  * cell fills the hole, the particle is appended to the new cell). Returns 0 when the new
  * cell is full: nothing is changed then. */
-__device__ __forceinline__ int apply_cells(const kp &p, uint32_t i, int co, int cn,
-                                           const double np[3])
+__device__ __forceinline__ int apply_cells(const kp &p, int32_t *count, uint32_t i, int co,
+                                           int cn, const double np[3])
 {
     if (cn != co) {
-        if (p.count[cn] == p.cap)
+        if (count[cn] == p.cap)
             return 0;
-        int last = p.count[co] - 1, si = p.slot_of[i];
+        int last = count[co] - 1, si = p.slot_of[i];
         if (si != last) {
             d4 e = p.slot[(size_t)co * p.cap + last];
             p.slot[(size_t)co * p.cap + si] = e;
             p.slot_of[(uint32_t)e.w] = si;
         }
-        p.count[co] = last;
-        int sn = p.count[cn];
-        p.count[cn] = sn + 1;
+        count[co] = last;
+        int sn = count[cn];
+        count[cn] = sn + 1;
         p.cell_of[i] = cn;
         p.slot_of[i] = sn;
     }
@@ -197,32 +198,46 @@ __device__ __forceinline__ int apply_cells(const kp &p, uint32_t i, int co, int 
 
 /* ---------- cells: one block, many moves ---------- */
 
-__global__ void __launch_bounds__(LJ_LANES) cells_moves(kp p, unsigned long long n)
+/* Cell counts small enough to live in shared memory during a persistent run (the block is
+ * their only writer): one L2 round trip less per move. */
+const int SMEM_COUNTS_MAX = 24576;
+
+template <bool SMEM_COUNTS>
+__global__ void __launch_bounds__(LJ_LANES) cells_moves(kp p, unsigned long long n, int ncell)
 {
+    extern __shared__ int32_t counts_sm[];
     __shared__ double sm[4][LJ_LANES];
     __shared__ int cells[2][32], off[2][33];
     __shared__ int stop;
     const int t = threadIdx.x;
     if (p.st->status)
         return;
+    int32_t *count = p.count;
+    if (SMEM_COUNTS) {
+        for (int c = t; c < ncell; c += LJ_LANES)
+            counts_sm[c] = p.count[c];
+        count = counts_sm;
+    }
     const unsigned long long first = p.st->moves;
     double U = p.st->U, W = p.st->W;
     unsigned long long acc = 0, k = 0;
     if (t == 0)
         stop = 0;
+    __syncthreads();
     for (; k < n; k++) {
         lj_trial tr = lj_draw_trial(p.seed, first + k, p.N, p.delta, p.dim);
         const uint32_t i = tr.i;
         const double o[3] = {p.x[i], p.y[i], p.z[i]};
+        const int co = p.cell_of[i];
         double np[3];
 #pragma unroll
         for (int a = 0; a < 3; a++)
             np[a] = lj_wrap(o[a] + tr.d[a], p.g.L[a]);
-        const int co = p.cell_of[i], cn = lj_cell_of(&p.g, np[0], np[1], np[2]);
+        const int cn = lj_cell_of(&p.g, np[0], np[1], np[2]);
         if (t < 32)
-            prepare_list(p, co, cells[0], off[0]);
+            prepare_list(p, count, co, cells[0], off[0]);
         else if (t < 64 && cn != co)
-            prepare_list(p, cn, cells[1], off[1]);
+            prepare_list(p, count, cn, cells[1], off[1]);
         __syncthreads();
         lj_uw ao = {0.0, 0.0}, an = {0.0, 0.0};
         if (cn == co) {
@@ -236,7 +251,7 @@ __global__ void __launch_bounds__(LJ_LANES) cells_moves(kp p, unsigned long long
         if (t == 0) {
             double dU = v[2] - v[0];
             if (lj_accept(dU, p.beta, tr.u)) {
-                if (apply_cells(p, i, co, cn, np)) {
+                if (apply_cells(p, count, i, co, cn, np)) {
                     U = U + dU;
                     W = W + (v[3] - v[1]);
                     acc++;
@@ -249,6 +264,9 @@ __global__ void __launch_bounds__(LJ_LANES) cells_moves(kp p, unsigned long long
         if (stop)
             break;
     }
+    if (SMEM_COUNTS)
+        for (int c = t; c < ncell; c += LJ_LANES)
+            p.count[c] = counts_sm[c];
     if (t == 0) {
         p.st->U = U;
         p.st->W = W;
@@ -469,7 +487,7 @@ __global__ void __launch_bounds__(LJ_LANES) widom_kernel(kp p, int cells_sum,
     double eu;
     if (cells_sum) {
         if (t < 32)
-            prepare_list(p, lj_cell_of(&p.g, pos[0], pos[1], pos[2]), cells, off);
+            prepare_list(p, p.count, lj_cell_of(&p.g, pos[0], pos[1], pos[2]), cells, off);
         __syncthreads();
         lj_uw a = {0.0, 0.0};
         scan_list(p, cells, off, pos, &a, NULL, NULL, 0xffffffffu);
@@ -727,7 +745,14 @@ int grow_cells(lj_system *s)
 
 int launch_cells_persistent(lj_system *s, unsigned long long n)
 {
-    cells_moves<<<1, LJ_LANES>>>(params(s), n);
+    if (s->ncell <= SMEM_COUNTS_MAX) {
+        size_t smem = (size_t)s->ncell * sizeof(int32_t);
+        CK(cudaFuncSetAttribute(cells_moves<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem));
+        cells_moves<true><<<1, LJ_LANES, smem>>>(params(s), n, s->ncell);
+    } else {
+        cells_moves<false><<<1, LJ_LANES>>>(params(s), n, s->ncell);
+    }
     CK(cudaGetLastError());
     return 0;
 }
@@ -755,7 +780,7 @@ int launch_one(lj_system *s, cudaStream_t stream)
 {
     kp p = params(s);
     if (s->sum == LJ_SUM_CELLS)
-        cells_moves<<<1, LJ_LANES, 0, stream>>>(p, 1ull);
+        cells_moves<false><<<1, LJ_LANES, 0, stream>>>(p, 1ull, s->ncell);
     else
         all_one_move<<<p.G, LJ_LANES, 0, stream>>>(p);
     CK(cudaGetLastError());
