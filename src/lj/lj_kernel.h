@@ -72,15 +72,21 @@ CARLO_HD double lj_r2(const lj_geom *g, double ax, double ay, double az, double 
     return dx * dx + dy * dy + dz * dz;
 }
 
-/* Pair energy u and virial w = -r u'(r) = 24 (2 r^-12 - r^-6) at squared distance r2.
- * r2 = 0 gives NaN and tiny r2 gives inf: such moves are always rejected. */
+/* Pair energy u and virial w = -r u'(r) = 24 (2 r^-12 - r^-6) at squared distance r2, inside
+ * the cutoff. r2 = 0 gives NaN and tiny r2 gives inf: such moves are always rejected. */
+CARLO_HD void lj_pair_terms(double r2, double ushift, double *u, double *w)
+{
+    double ir2 = 1.0 / r2;
+    double ir6 = ir2 * ir2 * ir2;
+    *u = 4.0 * ir6 * (ir6 - 1.0) - ushift;
+    *w = 24.0 * ir6 * (2.0 * ir6 - 1.0);
+}
+
+/* ... and 0 beyond it (r2 >= rc2). */
 CARLO_HD void lj_pair(double r2, double rc2, double ushift, double *u, double *w)
 {
     if (r2 < rc2) {
-        double ir2 = 1.0 / r2;
-        double ir6 = ir2 * ir2 * ir2;
-        *u = 4.0 * ir6 * (ir6 - 1.0) - ushift;
-        *w = 24.0 * ir6 * (2.0 * ir6 - 1.0);
+        lj_pair_terms(r2, ushift, u, w);
     } else {
         *u = 0.0;
         *w = 0.0;
