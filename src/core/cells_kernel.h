@@ -1,0 +1,326 @@
+/* cells_kernel.h — the checkerboard cell grid of the particle models (MPMC, Anderson et al.
+ * 2013), as inline functions compiled for the CPU (gcc) and the GPU (nvcc): the cell index
+ * map, neighbours across the periodic boundary, the checkerboard sets and their shuffled order,
+ * the random cell shift and the re-gridding of a scaled box. Nothing here knows what a
+ * particle is beyond its position and a few 32-bit words it carries along.
+ *
+ * Storage (Algorithm 3 of the paper, generalised): particles live in the cells, with
+ * coordinates local to their cell, u in [0, w) along each axis. Each of the dim position
+ * planes and naux word planes holds nmax slots per cell, slot-major:
+ *     plane p, slot i, cell c  ->  (p * nmax + i) * ncells + c
+ * and the cell index puts even x first, then odd x (x is fastest, then y, then z), so that the
+ * threads of one checkerboard set read consecutive addresses:
+ *     c = (z * my + y) * mx + (x even ? x / 2 : mx / 2 + x / 2).
+ * Slots at and beyond count[c] hold CARLO_CELL_EMPTY (position) and 0xffffffff (words). */
+#ifndef CARLO_CELLS_KERNEL_H
+#define CARLO_CELLS_KERNEL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/hd.h"
+#include "core/rng.h"
+
+/* The local coordinate of an empty slot: so far from every cell that it never interacts. */
+#define CARLO_CELL_EMPTY (-1048576.0f)
+#define CARLO_CELL_NO_WORD 0xffffffffu
+#define CARLO_CELL_NMAX_LIMIT 1024
+
+typedef struct carlo_cell_grid {
+    int dim;          /* 2 or 3 */
+    int m[3];         /* cells along each axis: even and >= 2 (m[2] = 1 in 2D) */
+    int half[3];      /* active cells of one set along each axis: m / 2 (1 along z in 2D) */
+    int nmax;         /* particle slots per cell */
+    int naux;         /* 32-bit words a particle carries besides its position (0..8) */
+    int64_t ncells;   /* m[0] m[1] m[2] */
+    double width[3];  /* the cell edge L / m in double: the geometry of record */
+    float w[3];       /* (float) width: the local frame every kernel computes in */
+    float w_in[3];    /* the largest float below w: where rounding puts a coordinate that hit w */
+} carlo_cell_grid;
+
+/* Where the cells are: host or device memory alike. */
+typedef struct carlo_cell_data {
+    float *pos;       /* dim planes of nmax x ncells */
+    uint32_t *aux;    /* naux planes (NULL when naux = 0) */
+    uint32_t *count;  /* ncells */
+} carlo_cell_data;
+
+CARLO_HD size_t carlo_cell_slot(const carlo_cell_grid *g, int64_t c, int i, int plane)
+{
+    return ((size_t)plane * (size_t)g->nmax + (size_t)i) * (size_t)g->ncells + (size_t)c;
+}
+
+CARLO_HD int carlo_cell_wrap(int x, int m)
+{
+    return x < 0 ? x + m : (x >= m ? x - m : x);
+}
+
+CARLO_HD int64_t carlo_cell_index(const carlo_cell_grid *g, int x, int y, int z)
+{
+    int q = (x >> 1) + (x & 1) * g->half[0];
+    return ((int64_t)z * g->m[1] + y) * g->m[0] + q;
+}
+
+CARLO_HD void carlo_cell_coords(const carlo_cell_grid *g, int64_t c, int xyz[3])
+{
+    int q = (int)(c % g->m[0]);
+    int64_t rest = c / g->m[0];
+    xyz[0] = q < g->half[0] ? 2 * q : 2 * (q - g->half[0]) + 1;
+    xyz[1] = (int)(rest % g->m[1]);
+    xyz[2] = (int)(rest / g->m[1]);
+}
+
+/* The checkerboard set of a cell: bit a is the parity of its coordinate along axis a
+ * (4 sets in 2D, 8 in 3D). */
+CARLO_HD int carlo_cell_set_of(const int xyz[3])
+{
+    return (xyz[0] & 1) | (xyz[1] & 1) << 1 | (xyz[2] & 1) << 2;
+}
+
+CARLO_HD int64_t carlo_cell_set_size(const carlo_cell_grid *g)
+{
+    return g->ncells >> g->dim;
+}
+
+/* The t-th cell of set `set` (t < carlo_cell_set_size): x runs fastest, so consecutive t
+ * are consecutive addresses. */
+CARLO_HD void carlo_cell_active(const carlo_cell_grid *g, int set, int64_t t, int xyz[3])
+{
+    int a = (int)(t % g->half[0]);
+    int64_t rest = t / g->half[0];
+    int b = (int)(rest % g->half[1]);
+    int c = (int)(rest / g->half[1]);
+    xyz[0] = 2 * a + (set & 1);
+    xyz[1] = 2 * b + (set >> 1 & 1);
+    xyz[2] = g->dim == 3 ? 2 * c + (set >> 2 & 1) : 0;
+}
+
+/* The neighbour of cell xyz at offset off (each -1, 0 or 1), and the vector s from this cell's
+ * local frame to the neighbour's: a particle at u there is at u + s here. */
+CARLO_HD int64_t carlo_cell_neighbor(const carlo_cell_grid *g, const int xyz[3], const int off[3],
+                                     float s[3])
+{
+    int n[3] = {0, 0, 0};
+    for (int a = 0; a < 3; a++) {
+        if (a < g->dim) {
+            n[a] = carlo_cell_wrap(xyz[a] + off[a], g->m[a]);
+            s[a] = off[a] == 0 ? 0.0f : (off[a] > 0 ? g->w[a] : -g->w[a]);
+        } else {
+            s[a] = 0.0f;
+        }
+    }
+    return carlo_cell_index(g, n[0], n[1], n[2]);
+}
+
+/* Bring a local coordinate that rounding pushed onto the cell's edge back inside [0, w). */
+CARLO_HD float carlo_cell_clamp(const carlo_cell_grid *g, int axis, float u)
+{
+    if (!(u < g->w[axis]))
+        return g->w_in[axis];
+    if (!(u >= 0.0f))
+        return 0.0f;
+    return u;
+}
+
+/* An unbiased integer in [0, n) from word r, falling back to the stream (seed, purpose, step,
+ * index, draw) in the rare case Lemire's method rejects the word. */
+CARLO_HD uint32_t carlo_cell_below(uint32_t r, uint32_t n, uint64_t seed, uint32_t purpose,
+                                   uint64_t step, uint32_t index, uint32_t draw)
+{
+    uint32_t v;
+    if (carlo_below_try(r, n, &v))
+        v = carlo_below(seed, purpose, step, index, draw, n);
+    return v;
+}
+
+/* The order of the 2^dim checkerboard sets in one sweep (MPMC Algorithm 1, line 2): a
+ * Fisher-Yates shuffle from the stream (seed, purpose, step). */
+CARLO_HD void carlo_cells_set_order(int dim, uint64_t seed, uint32_t purpose, uint64_t step,
+                                    int order[8])
+{
+    int n = 1 << dim;
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    carlo_u32x4 r[2] = {carlo_rng(seed, purpose, step, 0, 0), carlo_rng(seed, purpose, step, 0, 1)};
+    for (int i = n - 1, k = 0; i > 0; i--, k++) {
+        uint32_t j = carlo_cell_below(r[k >> 2].v[k & 3], (uint32_t)(i + 1), seed, purpose, step,
+                                      1, 16u + (uint32_t)k);
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* The random cell shift after a sweep (Algorithm 1, lines 15-16): an axis and a direction
+ * (one of +-x, +-y, +-z) and a distance d uniform in [0, w/2). Drawn on the host and handed to
+ * the backends as it is, so that every backend shifts by the same float. */
+typedef struct carlo_cell_shift {
+    int axis;  /* 0..dim-1 */
+    int dir;   /* +1 or -1: the grid moves by dir * d, the particles by -dir * d */
+    float d;
+} carlo_cell_shift;
+
+CARLO_HD carlo_cell_shift carlo_cells_shift_draw(const carlo_cell_grid *g, uint64_t seed,
+                                                 uint32_t purpose, uint64_t step)
+{
+    carlo_u32x4 r = carlo_rng(seed, purpose, step, 0, 0);
+    uint32_t k = carlo_cell_below(r.v[0], 2u * (uint32_t)g->dim, seed, purpose, step, 1, 0);
+    carlo_cell_shift sh;
+    sh.axis = (int)(k >> 1);
+    sh.dir = (k & 1) ? -1 : 1;
+    sh.d = carlo_u01f(r.v[1]) * (0.5f * g->w[sh.axis]);
+    return sh;
+}
+
+/* Copy one particle (every plane) from slot i of cell c in src to slot j of cell cn in dst,
+ * with position pos (dim floats). */
+CARLO_HD void carlo_cell_put(const carlo_cell_grid *g, const carlo_cell_data *src, int64_t c, int i,
+                             const carlo_cell_data *dst, int64_t cn, int j, const float *pos)
+{
+    for (int a = 0; a < g->dim; a++)
+        dst->pos[carlo_cell_slot(g, cn, j, a)] = pos[a];
+    for (int k = 0; k < g->naux; k++)
+        dst->aux[carlo_cell_slot(g, cn, j, k)] = src->aux[carlo_cell_slot(g, c, i, k)];
+}
+
+/* Mark slots from..nmax-1 of cell c empty and set its count. */
+CARLO_HD void carlo_cell_close(const carlo_cell_grid *g, const carlo_cell_data *dst, int64_t c,
+                               int from)
+{
+    for (int j = from; j < g->nmax; j++) {
+        for (int a = 0; a < g->dim; a++)
+            dst->pos[carlo_cell_slot(g, c, j, a)] = CARLO_CELL_EMPTY;
+        for (int k = 0; k < g->naux; k++)
+            dst->aux[carlo_cell_slot(g, c, j, k)] = CARLO_CELL_NO_WORD;
+    }
+    dst->count[c] = (uint32_t)(from < g->nmax ? from : g->nmax);
+}
+
+/* Algorithm 4: cell xyz of the shifted grid, gathered from the same cell of src (the particles
+ * that stay) and from its neighbour in direction dir (the particles that cross). Both gathers
+ * compute u - dir*d with the same operands and test it with the same predicate, so each
+ * particle is taken by exactly one new cell: none is lost or doubled, whatever the rounding.
+ * Returns the number of particles the new cell received (more than nmax: an overflow, the
+ * extra ones are not stored). */
+CARLO_HD int carlo_cell_shift_gather(const carlo_cell_grid *g, const carlo_cell_data *src,
+                                     const carlo_cell_data *dst, const int xyz[3],
+                                     carlo_cell_shift sh)
+{
+    const int ax = sh.axis;
+    const float delta = sh.dir > 0 ? sh.d : -sh.d;
+    const float w = g->w[ax];
+    const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
+    int off[3] = {0, 0, 0};
+    off[ax] = sh.dir;
+    float s[3];
+    const int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
+    int got = 0;
+    float p[3];
+    const int n_own = (int)src->count[c];
+    for (int i = 0; i < n_own; i++) {
+        float u = src->pos[carlo_cell_slot(g, c, i, ax)] - delta;
+        if (u >= 0.0f && u < w) {
+            for (int a = 0; a < g->dim; a++)
+                p[a] = a == ax ? u : src->pos[carlo_cell_slot(g, c, i, a)];
+            if (got < g->nmax)
+                carlo_cell_put(g, src, c, i, dst, c, got, p);
+            got++;
+        }
+    }
+    const int n_nb = (int)src->count[cn];
+    for (int i = 0; i < n_nb; i++) {
+        float u = src->pos[carlo_cell_slot(g, cn, i, ax)] - delta;
+        if (u >= 0.0f && u < w) /* stays in its own cell */
+            continue;
+        for (int a = 0; a < g->dim; a++)
+            p[a] = a == ax ? carlo_cell_clamp(g, ax, u + s[ax])
+                           : src->pos[carlo_cell_slot(g, cn, i, a)];
+        if (got < g->nmax)
+            carlo_cell_put(g, src, cn, i, dst, c, got, p);
+        got++;
+    }
+    carlo_cell_close(g, dst, c, got);
+    return got;
+}
+
+/* Where a particle goes when the box is scaled by lam[a] along each axis (about the grid's
+ * origin) and re-cut into the cells of grid ng: its offset from the origin r = c W + u is
+ * scaled in double, then cut again. Used by volume moves and compression; a pure function, so
+ * whichever thread evaluates it gets the same answer. */
+CARLO_HD void carlo_cell_regrid_map(const carlo_cell_grid *og, const carlo_cell_grid *ng,
+                                    const double lam[3], const int c[3], const float u[3],
+                                    int cn[3], float un[3])
+{
+    for (int a = 0; a < og->dim; a++) {
+        double r = ((double)c[a] * og->width[a] + (double)u[a]) * lam[a];
+        double W = ng->width[a];
+        int k = (int)floor(r / W);
+        double v = r - (double)k * W;
+        if (k >= ng->m[a])
+            k -= ng->m[a];
+        else if (k < 0)
+            k += ng->m[a];
+        cn[a] = k;
+        float f = (float)v;
+        if (!(f < ng->w[a]))
+            f = ng->w_in[a];
+        if (!(f >= 0.0f))
+            f = 0.0f;
+        un[a] = f;
+    }
+    if (og->dim == 2) {
+        cn[2] = 0;
+        un[2] = 0.0f;
+    }
+}
+
+/* Cell xyz of grid ng, gathered from the cells of og whose particles can land in it after the
+ * scaling (a range of old cells per axis, walked in index order so the result is the same on
+ * every backend). Returns the number received (more than nmax: an overflow, which for hard
+ * particles can only mean overlaps). */
+CARLO_HD int carlo_cell_regrid_gather(const carlo_cell_grid *og, const carlo_cell_data *src,
+                                      const carlo_cell_grid *ng, const carlo_cell_data *dst,
+                                      const double lam[3], const int xyz[3])
+{
+    int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int a = 0; a < og->dim; a++) {
+        lo[a] = (int)((int64_t)xyz[a] * og->m[a] / ng->m[a]) - 1;
+        hi[a] = (int)((int64_t)(xyz[a] + 1) * og->m[a] / ng->m[a]) + 1;
+        if (hi[a] - lo[a] + 1 >= og->m[a]) { /* the range wraps onto itself: take each once */
+            lo[a] = 0;
+            hi[a] = og->m[a] - 1;
+        }
+    }
+    const int64_t cnew = carlo_cell_index(ng, xyz[0], xyz[1], xyz[2]);
+    int got = 0;
+    for (int k = lo[2]; k <= hi[2]; k++)
+        for (int j = lo[1]; j <= hi[1]; j++)
+            for (int i = lo[0]; i <= hi[0]; i++) {
+                int oc[3] = {carlo_cell_wrap(i, og->m[0]), carlo_cell_wrap(j, og->m[1]),
+                             og->dim == 3 ? carlo_cell_wrap(k, og->m[2]) : 0};
+                int64_t c = carlo_cell_index(og, oc[0], oc[1], oc[2]);
+                int n = (int)src->count[c];
+                for (int s = 0; s < n; s++) {
+                    float u[3] = {0.0f, 0.0f, 0.0f}, un[3];
+                    int cn[3];
+                    for (int a = 0; a < og->dim; a++)
+                        u[a] = src->pos[carlo_cell_slot(og, c, s, a)];
+                    carlo_cell_regrid_map(og, ng, lam, oc, u, cn, un);
+                    if (cn[0] != xyz[0] || cn[1] != xyz[1] || cn[2] != xyz[2])
+                        continue;
+                    if (got < ng->nmax) {
+                        for (int a = 0; a < ng->dim; a++)
+                            dst->pos[carlo_cell_slot(ng, cnew, got, a)] = un[a];
+                        for (int w = 0; w < ng->naux; w++)
+                            dst->aux[carlo_cell_slot(ng, cnew, got, w)] =
+                                src->aux[carlo_cell_slot(og, c, s, w)];
+                    }
+                    got++;
+                }
+            }
+    carlo_cell_close(ng, dst, cnew, got);
+    return got;
+}
+
+#endif
