@@ -10,7 +10,13 @@
  *               sums and decides (Hailat et al., Algorithm 3).
  *   graph       the per-move launches recorded once in a CUDA graph and replayed.
  * Device-side state (U, W, move counter, acceptances, an overflow flag) lives in one struct
- * the kernels update; the host reads it back once per call of the backend. */
+ * the kernels update; the host reads it back once per call of the backend.
+ *
+ * Checkerboard mode: one block per active cell (lanes = 32, 64 or 128 threads, each a lane of
+ * the canonical sum of lj_kernel.h), the cell's neighbourhood staged in shared memory, its
+ * particles moved in the order lj_cb_order gives; the cell shift of core/cells_kernel.h, one
+ * thread per cell into a second buffer. The set order and the shift are drawn on the host,
+ * as the CPU backend draws them. */
 #include <cooperative_groups.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,8 +54,10 @@ struct dev_state {
     double U, W;
     unsigned long long moves;    /* number of the next move */
     unsigned long long accepted; /* during this call */
-    int status;                  /* 1: a cell list was full; stopped before move `moves` */
+    int status;                  /* 1: a cell list was full; stopped before move `moves`
+                                    (checkerboard: a cell shift overfilled a cell) */
     unsigned int blocks_done;    /* the launch variant's last-block ticket */
+    unsigned long long fail_sweep; /* checkerboard: the sweep whose shift overfilled */
 };
 
 /* What every kernel needs, passed by value. */
@@ -83,6 +91,9 @@ struct gpu_impl {
     int graph_cap;                  /* record again when they change */
     int coop_blocks;
     size_t coop_smem;
+    /* checkerboard: the cells (and the shift's second buffer) and the per-cell sums */
+    carlo_cell_data cur, tmp;
+    double *acc_u, *acc_w;
 };
 
 gpu_impl *impl(lj_system *s) { return static_cast<gpu_impl *>(s->impl); }
@@ -565,12 +576,14 @@ int gpu_create(lj_system *s)
     if (!g)
         return -1;
     s->impl = g;
+    CK_MALLOC(&g->st, sizeof(dev_state), "the move state");
+    CK(cudaMemset(g->st, 0, sizeof(dev_state)));
+    if (s->mode == LJ_CHECKERBOARD)
+        return 0; /* the cells come with cb_upload */
     size_t n = s->N;
     CK_MALLOC(&g->x, n * sizeof(double), "positions");
     CK_MALLOC(&g->y, n * sizeof(double), "positions");
     CK_MALLOC(&g->z, n * sizeof(double), "positions");
-    CK_MALLOC(&g->st, sizeof(dev_state), "the move state");
-    CK(cudaMemset(g->st, 0, sizeof(dev_state)));
     CK_MALLOC(&g->partial, 2 * LJ_TILES_MAX * sizeof(d4), "tile sums");
     g->host = static_cast<double *>(carlo_malloc(carlo_mulsize(n, 4 * sizeof(double)), "a staging buffer"));
     if (!g->host)
@@ -621,6 +634,14 @@ void gpu_destroy(lj_system *s)
     cudaFree(g->partial);
     cudaFree(g->widom);
     free(g->host);
+    cudaFree(g->cur.pos);
+    cudaFree(g->cur.aux);
+    cudaFree(g->cur.count);
+    cudaFree(g->tmp.pos);
+    cudaFree(g->tmp.aux);
+    cudaFree(g->tmp.count);
+    cudaFree(g->acc_u);
+    cudaFree(g->acc_w);
     free(g);
     s->impl = NULL;
 }
@@ -892,6 +913,418 @@ int gpu_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
     return 0;
 }
 
+
+/* ---------- checkerboard ---------- */
+
+/* The halving tree over T lanes of two sums (T = 32, 64 or 128); thread 0 gets the result. */
+template <int T>
+__device__ __forceinline__ void block_tree2(double &a, double &b, double (*sm)[128])
+{
+    const int t = threadIdx.x;
+    if (T > 32) {
+        sm[0][t] = a;
+        sm[1][t] = b;
+        __syncthreads();
+        for (int s = T / 2; s >= 32; s >>= 1) {
+            if (t < s) {
+                sm[0][t] = sm[0][t] + sm[0][t + s];
+                sm[1][t] = sm[1][t] + sm[1][t + s];
+            }
+            __syncthreads();
+        }
+        if (t < 32) {
+            a = sm[0][t];
+            b = sm[1][t];
+        }
+    }
+    if (t < 32) {
+#pragma unroll
+        for (int s = 16; s > 0; s >>= 1) {
+            a = a + __shfl_down_sync(FULL, a, s);
+            b = b + __shfl_down_sync(FULL, b, s);
+        }
+    }
+}
+
+struct cbp {
+    carlo_cell_grid grid;
+    lj_cbgeom geom;
+    carlo_cell_data cells;
+    double *acc_u, *acc_w;
+    dev_state *st;
+    unsigned long long seed;
+    double beta;
+    int passes;
+};
+
+/* One active cell of set `set` per block (T threads), sub-sweep number `step`. */
+template <int T>
+__global__ void __launch_bounds__(T) cb_subsweep(cbp p, int set, unsigned long long step)
+{
+    extern __shared__ float4 cand[]; /* neighbourhood: x, y, z, offset index q */
+    __shared__ double sm[2][128];
+    __shared__ int off[LJ_NEIGH_MAX + 1], cq[LJ_NEIGH_MAX];
+    __shared__ float sh[LJ_NEIGH_MAX][3];
+    __shared__ int accept_flag;
+    const int t = threadIdx.x;
+    if (p.st->status)
+        return;
+    const carlo_cell_grid &g = p.grid;
+    int xyz[3];
+    carlo_cell_active(&g, set, (int64_t)blockIdx.x, xyz);
+    const int64_t c = carlo_cell_index(&g, xyz[0], xyz[1], xyz[2]);
+    const int n = (int)p.cells.count[c];
+    if (n == 0)
+        return;
+    const int nq = lj_neighbour_count(g.dim);
+    int *perm = reinterpret_cast<int *>(cand + (size_t)nq * g.nmax);
+    if (t < 32) {
+        int cnt = 0;
+        if (t < nq) {
+            int o3[3] = {t % 3 - 1, (t / 3) % 3 - 1, g.dim == 3 ? t / 9 - 1 : 0};
+            float s3[3];
+            int64_t nb = carlo_cell_neighbor(&g, xyz, o3, s3);
+            cq[t] = (int)nb;
+            sh[t][0] = s3[0];
+            sh[t][1] = s3[1];
+            sh[t][2] = s3[2];
+            cnt = (int)p.cells.count[nb];
+        }
+        int v = cnt;
+#pragma unroll
+        for (int s = 1; s < 32; s <<= 1) {
+            int y = __shfl_up_sync(FULL, v, s);
+            if (t >= s)
+                v += y;
+        }
+        if (t < nq)
+            off[t + 1] = v;
+        if (t == 0)
+            off[0] = 0;
+    }
+    __syncthreads();
+    const int M = off[nq];
+    {
+        int q = 0;
+        for (int k = t; k < M; k += T) {
+            while (off[q + 1] <= k)
+                q++;
+            const int j = k - off[q];
+            float4 e;
+            e.x = p.cells.pos[carlo_cell_slot(&g, cq[q], j, 0)];
+            e.y = p.cells.pos[carlo_cell_slot(&g, cq[q], j, 1)];
+            e.z = g.dim == 3 ? p.cells.pos[carlo_cell_slot(&g, cq[q], j, 2)] : 0.0f;
+            e.w = (float)q;
+            cand[k] = e;
+        }
+    }
+    if (t == 0)
+        lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
+    __syncthreads();
+    const int centre = g.dim == 3 ? 13 : 4;
+    const int base = off[centre];
+    double cell_du = 0.0, cell_dw = 0.0;
+    unsigned long long nacc = 0;
+    const int moves = n * p.passes;
+    for (int k = 0; k < moves; k++) {
+        const int me = base + perm[k % n];
+        float dd[3];
+        const double u01 = lj_cb_trial(&p.geom, p.seed, step, (uint32_t)c, (uint32_t)k, dd);
+        const float4 oe = cand[me];
+        const float o[3] = {oe.x, oe.y, oe.z};
+        const float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
+        if (!lj_cb_inside(&p.geom, nw))
+            continue; /* the same for every thread */
+        double du = 0.0, dw = 0.0;
+        for (int kk = t; kk < M; kk += T) {
+            if (kk == me)
+                continue;
+            const float4 e = cand[kk];
+            const float b[3] = {e.x, e.y, e.z};
+            lj_cb_candidate(&p.geom, o, nw, b, sh[(int)e.w], &du, &dw);
+        }
+        block_tree2<T>(du, dw, sm);
+        if (t == 0) {
+            accept_flag = lj_accept(du, p.beta, u01);
+            if (accept_flag) {
+                cand[me] = make_float4(nw[0], nw[1], nw[2], oe.w);
+                cell_du = cell_du + du;
+                cell_dw = cell_dw + dw;
+                nacc++;
+            }
+        }
+        __syncthreads();
+    }
+    for (int i = t; i < n; i += T) {
+        const float4 e = cand[base + i];
+        p.cells.pos[carlo_cell_slot(&g, c, i, 0)] = e.x;
+        p.cells.pos[carlo_cell_slot(&g, c, i, 1)] = e.y;
+        if (g.dim == 3)
+            p.cells.pos[carlo_cell_slot(&g, c, i, 2)] = e.z;
+    }
+    if (t == 0) {
+        p.acc_u[c] = p.acc_u[c] + cell_du;
+        p.acc_w[c] = p.acc_w[c] + cell_dw;
+        if (nacc)
+            atomicAdd(&p.st->accepted, nacc);
+    }
+}
+
+/* The cell shift: one thread per cell of the new grid (core/cells_kernel.h, Algorithm 4). */
+__global__ void cb_shift(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data dst,
+                         carlo_cell_shift sh, dev_state *st, unsigned long long sweep)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= g.ncells || st->status)
+        return;
+    int xyz[3];
+    carlo_cell_coords(&g, c, xyz);
+    if (carlo_cell_shift_gather(&g, &src, &dst, xyz, sh) > g.nmax &&
+        atomicCAS(&st->status, 0, 1) == 0)
+        st->fail_sweep = sweep;
+}
+
+/* Copy every slot into storage with more slots per cell (and mark the new ones empty). */
+__global__ void cb_grow_copy(carlo_cell_grid og, carlo_cell_data src, carlo_cell_grid ng,
+                             carlo_cell_data dst)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= og.ncells)
+        return;
+    for (int i = 0; i < ng.nmax; i++) {
+        for (int a = 0; a < og.dim; a++)
+            dst.pos[carlo_cell_slot(&ng, c, i, a)] =
+                i < og.nmax ? src.pos[carlo_cell_slot(&og, c, i, a)] : CARLO_CELL_EMPTY;
+        for (int k = 0; k < og.naux; k++)
+            dst.aux[carlo_cell_slot(&ng, c, i, k)] =
+                i < og.nmax ? src.aux[carlo_cell_slot(&og, c, i, k)] : CARLO_CELL_NO_WORD;
+    }
+    dst.count[c] = src.count[c];
+}
+
+int cb_alloc(const carlo_cell_grid *grid, carlo_cell_data *d)
+{
+    memset(d, 0, sizeof *d);
+    CK_MALLOC(&d->pos, carlo_cells_pos_len(grid) * sizeof(float), "cell positions");
+    CK_MALLOC(&d->aux, carlo_cells_aux_len(grid) * sizeof(uint32_t), "cell words");
+    CK_MALLOC(&d->count, (size_t)grid->ncells * sizeof(uint32_t), "cell counts");
+    return 0;
+}
+
+void cb_free(carlo_cell_data *d)
+{
+    cudaFree(d->pos);
+    cudaFree(d->aux);
+    cudaFree(d->count);
+    memset(d, 0, sizeof *d);
+}
+
+int cb_copy(const carlo_cell_grid *grid, const carlo_cell_data *from, const carlo_cell_data *to,
+            cudaMemcpyKind kind)
+{
+    CK(cudaMemcpy(to->pos, from->pos, carlo_cells_pos_len(grid) * sizeof(float), kind));
+    CK(cudaMemcpy(to->aux, from->aux, carlo_cells_aux_len(grid) * sizeof(uint32_t), kind));
+    CK(cudaMemcpy(to->count, from->count, (size_t)grid->ncells * sizeof(uint32_t), kind));
+    return 0;
+}
+
+int gpu_cb_upload(lj_system *s, const carlo_cell_data *cells, const double *acc_u,
+                  const double *acc_w)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    cb_free(&g->cur);
+    cb_free(&g->tmp);
+    cudaFree(g->acc_u);
+    cudaFree(g->acc_w);
+    g->acc_u = g->acc_w = NULL;
+    size_t nc = (size_t)grid->ncells;
+    if (cb_alloc(grid, &g->cur) || cb_alloc(grid, &g->tmp))
+        return -1;
+    CK_MALLOC(&g->acc_u, nc * sizeof(double), "per-cell sums");
+    CK_MALLOC(&g->acc_w, nc * sizeof(double), "per-cell sums");
+    if (cb_copy(grid, cells, &g->cur, cudaMemcpyHostToDevice))
+        return -1;
+    CK(cudaMemcpy(g->acc_u, acc_u, nc * sizeof(double), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g->acc_w, acc_w, nc * sizeof(double), cudaMemcpyHostToDevice));
+    return 0;
+}
+
+int gpu_cb_download(lj_system *s, const carlo_cell_data *cells, double *acc_u, double *acc_w)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    size_t nc = (size_t)grid->ncells;
+    if (cells && cb_copy(grid, &g->cur, cells, cudaMemcpyDeviceToHost))
+        return -1;
+    if (acc_u)
+        CK(cudaMemcpy(acc_u, g->acc_u, nc * sizeof(double), cudaMemcpyDeviceToHost));
+    if (acc_w)
+        CK(cudaMemcpy(acc_w, g->acc_w, nc * sizeof(double), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+/* Twice the room in every cell of the current cells (the second buffer follows). */
+int gpu_cb_grow(lj_system *s)
+{
+    gpu_impl *g = impl(s);
+    carlo_cell_grid *grid = &s->cb.grid;
+    int nmax = grid->nmax * 2 > CARLO_CELL_NMAX_LIMIT ? CARLO_CELL_NMAX_LIMIT : grid->nmax * 2;
+    if (nmax == grid->nmax)
+        return carlo_seterr("a cell holds more than %d particles", CARLO_CELL_NMAX_LIMIT);
+    carlo_cell_grid ng = *grid;
+    ng.nmax = nmax;
+    carlo_cell_data cur, tmp;
+    if (cb_alloc(&ng, &cur))
+        return -1;
+    if (cb_alloc(&ng, &tmp)) {
+        cb_free(&cur);
+        return -1;
+    }
+    int threads = 256;
+    unsigned blocks = (unsigned)((grid->ncells + threads - 1) / threads);
+    cb_grow_copy<<<blocks, threads>>>(*grid, g->cur, ng, cur);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
+        e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        cb_free(&cur);
+        cb_free(&tmp);
+        return carlo_cuda_fail(e, "cb_grow_copy", __FILE__, __LINE__);
+    }
+    cb_free(&g->cur);
+    cb_free(&g->tmp);
+    g->cur = cur;
+    g->tmp = tmp;
+    grid->nmax = nmax;
+    return 0;
+}
+
+size_t cb_smem(const lj_system *s)
+{
+    const carlo_cell_grid *grid = &s->cb.grid;
+    return (size_t)lj_neighbour_count(grid->dim) * (size_t)grid->nmax * sizeof(float4) +
+           (size_t)grid->nmax * sizeof(int);
+}
+
+template <int T> int launch_subsweep(const cbp &p, int set, unsigned long long step, size_t smem,
+                                     unsigned blocks)
+{
+    CK(cudaFuncSetAttribute(cb_subsweep<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    cb_subsweep<T><<<blocks, T, smem>>>(p, set, step);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+/* Queue sweeps first .. first + n - 1 (no waiting). */
+int cb_queue(lj_system *s, uint64_t first, uint64_t n)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    size_t smem = cb_smem(s);
+    if (smem > 200 * 1024)
+        return carlo_seterr("cells of %d slots need %zu bytes of shared memory per block, more "
+                            "than 200 KiB", grid->nmax, smem);
+    cbp p;
+    memset(&p, 0, sizeof p);
+    p.grid = *grid;
+    p.geom = s->cb.geom;
+    for (int a = 0; a < 3; a++)
+        p.geom.dmax[a] = s->delta / (double)p.geom.h[a];
+    p.acc_u = g->acc_u;
+    p.acc_w = g->acc_w;
+    p.st = g->st;
+    p.seed = s->seed;
+    p.beta = s->beta;
+    p.passes = s->cb.passes;
+    const unsigned blocks = (unsigned)carlo_cell_set_size(grid);
+    const int threads = 256;
+    const unsigned cblocks = (unsigned)((grid->ncells + threads - 1) / threads);
+    for (uint64_t k = 0; k < n; k++) {
+        const uint64_t sweep = first + k;
+        int order[8];
+        carlo_cells_set_order(grid->dim, s->seed, LJ_PURPOSE_CB_SETS, sweep, order);
+        p.cells = g->cur;
+        for (int q = 0; q < (1 << grid->dim); q++) {
+            int rc = 0;
+            unsigned long long step = sweep * 8 + (unsigned long long)q;
+            switch (p.geom.lanes) {
+            case 32: rc = launch_subsweep<32>(p, order[q], step, smem, blocks); break;
+            case 64: rc = launch_subsweep<64>(p, order[q], step, smem, blocks); break;
+            default: rc = launch_subsweep<128>(p, order[q], step, smem, blocks); break;
+            }
+            if (rc)
+                return -1;
+        }
+        carlo_cell_shift sh = lj_cb_shift(s, sweep);
+        cb_shift<<<cblocks, threads>>>(*grid, g->cur, g->tmp, sh, g->st, k);
+        CK(cudaGetLastError());
+        carlo_cell_data t = g->cur;
+        g->cur = g->tmp;
+        g->tmp = t;
+    }
+    return 0;
+}
+
+int gpu_cb_sweeps(lj_system *s, uint64_t n)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    uint64_t done = 0;
+    unsigned long long accepted = 0;
+    while (done < n) {
+        dev_state h;
+        memset(&h, 0, sizeof h);
+        CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
+        carlo_cell_data start = g->cur; /* the buffers alternate from here */
+        carlo_cell_data other = g->tmp;
+        if (cb_queue(s, s->step + done, n - done))
+            return -1;
+        CK(cudaMemcpy(&h, g->st, sizeof h, cudaMemcpyDeviceToHost)); /* waits */
+        accepted += h.accepted;
+        if (!h.status) {
+            done = n;
+            break;
+        }
+        /* the shift of sweep k = fail_sweep overfilled a cell: its source is the valid state
+         * (everything queued after it did nothing); more room, then that shift again */
+        uint64_t k = h.fail_sweep;
+        g->cur = k % 2 == 0 ? start : other;
+        g->tmp = k % 2 == 0 ? other : start;
+        carlo_cell_shift sh = lj_cb_shift(s, s->step + done + k);
+        do { /* the failed shift wrote only into the second buffer: cur is intact */
+            if (gpu_cb_grow(s))
+                return -1;
+            memset(&h, 0, sizeof h);
+            CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
+            const int threads = 256;
+            cb_shift<<<(unsigned)((grid->ncells + threads - 1) / threads), threads>>>(
+                *grid, g->cur, g->tmp, sh, g->st, k);
+            CK(cudaGetLastError());
+            CK(cudaMemcpy(&h, g->st, sizeof h, cudaMemcpyDeviceToHost));
+        } while (h.status);
+        carlo_cell_data t = g->cur;
+        g->cur = g->tmp;
+        g->tmp = t;
+        done += k + 1;
+    }
+    s->step += n;
+    s->tried += (uint64_t)s->cb.passes * s->N * n;
+    s->accepted += accepted;
+    size_t nc = (size_t)grid->ncells;
+    double *acc = static_cast<double *>(carlo_malloc(nc * 2 * sizeof(double), "per-cell sums"));
+    if (!acc)
+        return -1;
+    if (gpu_cb_download(s, NULL, acc, acc + nc)) {
+        free(acc);
+        return -1;
+    }
+    s->U = s->cb.U0 + lj_cb_total(acc, grid->ncells);
+    s->W = s->cb.W0 + lj_cb_total(acc + nc, grid->ncells);
+    free(acc);
+    return 0;
+}
+
 int gpu_sync(lj_system *s)
 {
     (void)s;
@@ -902,5 +1335,6 @@ int gpu_sync(lj_system *s)
 } // namespace
 
 extern "C" const lj_backend lj_cuda_backend = {
-    "gpu", gpu_create, gpu_destroy, gpu_upload, gpu_download, gpu_moves, gpu_widom, gpu_sync,
+    "gpu",     gpu_create,      gpu_destroy,     gpu_upload,    gpu_download, gpu_moves,
+    gpu_widom, gpu_sync,        gpu_cb_upload,   gpu_cb_download, gpu_cb_sweeps,
 };

@@ -488,7 +488,18 @@ static double min_box(const lj_system *s)
     return m;
 }
 
-double lj_delta_max(const lj_system *s) { return 0.25 * min_box(s); }
+/* A quarter of the box (decomposition), half the narrowest cell (checkerboard: longer moves
+ * nearly all leave the cell). */
+double lj_delta_max(const lj_system *s)
+{
+    if (s->mode == LJ_CHECKERBOARD) {
+        double w = s->cb.geom.w[0];
+        for (int a = 1; a < s->dim; a++)
+            w = fmin(w, s->cb.geom.w[a]);
+        return 0.5 * w;
+    }
+    return 0.25 * min_box(s);
+}
 
 int lj_set_temperature(lj_system *s, double T)
 {
@@ -533,7 +544,9 @@ static int setup_geometry(lj_system *s, const lj_params *p)
         fits4 &= n[a] >= 4;
     }
     int sum = p->sum;
-    if (sum < 0)
+    if (p->mode == LJ_CHECKERBOARD)
+        sum = LJ_SUM_ALL; /* the checkerboard has its own grid (lj_cb.c) */
+    else if (sum < 0)
         sum = fits4 ? LJ_SUM_CELLS : LJ_SUM_ALL;
     if (sum == LJ_SUM_CELLS && !fits3)
         return carlo_seterr("energy_sum = \"cells\" needs at least 3 cells at least rc wide per "
@@ -604,10 +617,6 @@ static lj_system *create_bare(const lj_params *p)
         }
         be = lj_gpu_backend;
     }
-    if (p->mode == LJ_CHECKERBOARD) {
-        carlo_seterr("mode = \"checkerboard\" is not available in this build yet");
-        return NULL;
-    }
     lj_system *s = carlo_calloc(1, sizeof *s, "a Lennard-Jones system");
     if (!s)
         return NULL;
@@ -624,7 +633,17 @@ static lj_system *create_bare(const lj_params *p)
     s->seed = p->seed;
     s->delta = p->delta;
     s->be = be;
-    if (setup_geometry(s, p) || be->create(s)) {
+    if (setup_geometry(s, p) || (s->mode == LJ_CHECKERBOARD && lj_cb_setup(s, p))) {
+        lj_destroy(s);
+        return NULL;
+    }
+    if (s->delta > lj_delta_max(s)) {
+        carlo_seterr("delta must be a number in (0, %.17g], half the narrowest cell (got %g)",
+                     lj_delta_max(s), s->delta);
+        lj_destroy(s);
+        return NULL;
+    }
+    if (be->create(s)) {
         lj_destroy(s);
         return NULL;
     }
@@ -647,7 +666,7 @@ lj_system *lj_create(const lj_params *p)
             to_box(s, p->positions, pos);
     }
     if (rc == 0)
-        rc = install(s, pos, NULL);
+        rc = s->mode == LJ_CHECKERBOARD ? lj_cb_install(s, pos) : install(s, pos, NULL);
     free(pos);
     if (rc) {
         lj_destroy(s);
@@ -677,6 +696,9 @@ int lj_moves(lj_system *s, uint64_t n)
 {
     if (s->dead)
         return carlo_seterr("this system died on an earlier device error");
+    if (s->mode == LJ_CHECKERBOARD)
+        return carlo_seterr("single trial moves belong to mode = \"decomposition\"; the "
+                            "checkerboard runs whole sweeps");
     if (n == 0)
         return 0;
     if (s->be->moves(s, n))
@@ -685,24 +707,52 @@ int lj_moves(lj_system *s, uint64_t n)
     return 0;
 }
 
-int lj_positions(lj_system *s, double *pos)
+/* n sweeps of either mode. */
+static int sweeps(lj_system *s, uint64_t n)
 {
+    if (s->mode == LJ_DECOMPOSITION)
+        return lj_moves(s, n * s->N);
     if (s->dead)
         return carlo_seterr("this system died on an earlier device error");
-    if (s->be->download(s, pos, NULL))
+    if (n && s->be->cb_sweeps(s, n))
         return fail_dead(s);
     return 0;
 }
 
-int lj_recompute(lj_system *s, double *U_running, double *U_fresh)
+int lj_positions(lj_system *s, double *pos)
 {
+    if (s->dead)
+        return carlo_seterr("this system died on an earlier device error");
+    if (s->mode == LJ_CHECKERBOARD ? lj_cb_positions(s, pos) : s->be->download(s, pos, NULL))
+        return fail_dead(s);
+    return 0;
+}
+
+/* From-scratch energy of the configuration now, in the mode's own pair arithmetic. */
+static int fresh_now(lj_system *s, double *U, double *W)
+{
+    if (s->mode == LJ_CHECKERBOARD) {
+        carlo_cell_data d;
+        if (lj_cb_cells_alloc(s, &d))
+            return -1;
+        int rc = s->be->cb_download(s, &d, NULL, NULL) ? fail_dead(s) : lj_cb_fresh(s, &d, U, W);
+        carlo_cell_data_free(&d);
+        return rc;
+    }
     double *pos = carlo_malloc(carlo_mulsize(sizeof(double) * 3, s->N), "positions");
     if (!pos)
         return -1;
-    double U, W;
-    int rc = lj_positions(s, pos) || lj_energy_fresh(s, pos, &U, &W);
+    int rc = lj_positions(s, pos) || lj_energy_fresh(s, pos, U, W);
     free(pos);
-    if (rc)
+    return rc;
+}
+
+int lj_recompute(lj_system *s, double *U_running, double *U_fresh)
+{
+    if (s->dead)
+        return carlo_seterr("this system died on an earlier device error");
+    double U, W;
+    if (fresh_now(s, &U, &W))
         return -1;
     double scale = fmax(fabs(U), 1e-300);
     s->drift = fabs(s->U - U) / scale;
@@ -733,23 +783,26 @@ int lj_run_ex(lj_system *s, const lj_run_opts *o, lj_run_result *res)
     memset(res, 0, sizeof *res);
     if (s->dead)
         return carlo_seterr("this system died on an earlier device error");
-    const uint64_t N = s->N;
-    if (o->sweeps > UINT64_MAX / N)
+    /* the run counts in moves (decomposition) or sweeps (checkerboard) */
+    const int cb = s->mode == LJ_CHECKERBOARD;
+    const uint64_t per = cb ? 1 : s->N;
+    if (o->sweeps > UINT64_MAX / per)
         return carlo_seterr("too many sweeps");
-    uint64_t total = o->sweeps * N, done = 0;
-    uint64_t every = o->every * N, check = o->check_every * N;
+    uint64_t total = o->sweeps * per, done = 0;
+    uint64_t every = o->every * per, check = o->check_every * per;
     carlo_progress pr;
     carlo_progress_start(&pr, "lj", "sweeps", (double)o->sweeps, o->quiet);
-    double t0 = carlo_now(), per_move = 0;
-    uint64_t chunk = N < 1024 ? 1024 : N;
+    double t0 = carlo_now(), per_unit = 0;
+    uint64_t chunk = cb ? 1 : (per < 1024 ? 1024 : per);
     int rc = 0;
     while (done < total) {
-        uint64_t m = next_stop(s->moves, total - done, every, chunk);
-        m = next_stop(s->moves, m, check, m);
-        if (o->walltime > 0 && per_move > 0) {
+        uint64_t at = cb ? s->step : s->moves;
+        uint64_t m = next_stop(at, total - done, every, chunk);
+        m = next_stop(at, m, check, m);
+        if (o->walltime > 0 && per_unit > 0) {
             double left = o->walltime - (carlo_now() - t0) - o->reserve;
-            if (left < per_move * (double)m) {
-                uint64_t fit = left > 0 ? (uint64_t)(left / per_move) : 0;
+            if (left < per_unit * (double)m) {
+                uint64_t fit = left > 0 ? (uint64_t)(left / per_unit) : 0;
                 if (fit == 0) {
                     res->stopped_early = 1;
                     break;
@@ -757,24 +810,25 @@ int lj_run_ex(lj_system *s, const lj_run_opts *o, lj_run_result *res)
                 m = fit < m ? fit : m;
             }
         }
-        if ((rc = lj_moves(s, m)))
+        if ((rc = cb ? sweeps(s, m) : lj_moves(s, m)))
             break;
         done += m;
-        per_move = (carlo_now() - t0) / (double)done;
-        if (check && s->moves % check == 0 && (rc = lj_recompute(s, NULL, NULL)))
+        per_unit = (carlo_now() - t0) / (double)done;
+        at = cb ? s->step : s->moves;
+        if (check && at % check == 0 && (rc = lj_recompute(s, NULL, NULL)))
             break;
-        if (every && s->moves % every == 0 && o->callback && (rc = o->callback(o->ctx, s)))
+        if (every && at % every == 0 && o->callback && (rc = o->callback(o->ctx, s)))
             break;
         if (carlo_interrupted) {
             rc = carlo_seterr("interrupted");
             break;
         }
-        carlo_progress_update(&pr, (double)done / (double)N);
+        carlo_progress_update(&pr, (double)done / (double)per);
         if (carlo_now() - t0 < 0.05 && chunk < ((uint64_t)1 << 40))
             chunk *= 2;
     }
     carlo_progress_end(&pr);
-    res->sweeps = done / N;
+    res->sweeps = done / per;
     res->seconds = carlo_now() - t0;
     return rc;
 }
@@ -786,14 +840,14 @@ int lj_run(lj_system *s, uint64_t sweeps)
     return lj_run_ex(s, &o, &r);
 }
 
-int lj_tune(lj_system *s, uint64_t sweeps, double target)
+int lj_tune(lj_system *s, uint64_t n, double target)
 {
     if (!(target > 0 && target < 1))
         return carlo_seterr("target must be a number in (0, 1) (got %g)", target);
     uint64_t chunk = s->N < 200 ? 200 : s->N;
-    for (uint64_t k = 0; k < sweeps; k++) {
+    for (uint64_t k = 0; k < n; k++) {
         uint64_t t0 = s->tried, a0 = s->accepted;
-        if (lj_moves(s, chunk))
+        if (s->mode == LJ_CHECKERBOARD ? sweeps(s, 1) : lj_moves(s, chunk))
             return -1;
         double acc = (double)(s->accepted - a0) / (double)(s->tried - t0);
         double f = acc / target;
@@ -825,7 +879,8 @@ int lj_widom(lj_system *s, uint32_t n, double *mean)
     double *b = carlo_malloc(sizeof *b * (n ? n : 1), "Widom insertions");
     if (!b)
         return -1;
-    if (s->be->widom(s, n, s->samples, b)) {
+    if (s->mode == LJ_CHECKERBOARD ? lj_cb_widom(s, n, s->samples, b)
+                                   : s->be->widom(s, n, s->samples, b)) {
         free(b);
         return fail_dead(s);
     }
@@ -877,6 +932,98 @@ int lj_frame(lj_system *s, carlo_frame *f)
     return carlo_frame_add_owned(f, "particles/typeid", CARLO_U32, s->N, 1, typeid);
 }
 
+/* The checkerboard's cells as they are: lj/cb_shape (i32: m0 m1 m2 nmax lanes passes),
+ * lj/cb_pos (f32, dim nmax x ncells), lj/cb_index (u32, nmax x ncells), lj/cb_count (u32),
+ * lj/cb_acc (f64, 2 x ncells: the per-cell energy and virial sums). */
+static int cb_checkpoint(lj_system *s, carlo_frame *f)
+{
+    const carlo_cell_grid *g = &s->cb.grid;
+    carlo_cell_data d;
+    if (lj_cb_cells_alloc(s, &d))
+        return -1;
+    double *acc = carlo_malloc(carlo_mulsize((size_t)g->ncells, 2 * sizeof(double)), "a checkpoint");
+    if (!acc || s->dead || s->be->cb_download(s, &d, acc, acc + g->ncells)) {
+        if (acc && !s->dead)
+            fail_dead(s);
+        else if (acc)
+            carlo_seterr("this system died on an earlier device error");
+        free(acc);
+        carlo_cell_data_free(&d);
+        return -1;
+    }
+    int32_t shape[6] = {g->m[0], g->m[1], g->m[2], g->nmax, s->cb.geom.lanes, s->cb.passes};
+    uint64_t nc = (uint64_t)g->ncells, nm = (uint64_t)g->nmax;
+    float *pos = d.pos;
+    uint32_t *aux = d.aux, *count = d.count;
+    if (carlo_frame_add_copy(f, "lj/cb_shape", CARLO_I32, 6, 1, shape) ||
+        carlo_frame_add_owned(f, "lj/cb_acc", CARLO_F64, 2, nc, acc)) {
+        carlo_cell_data_free(&d);
+        return -1;
+    }
+    d.pos = NULL;
+    if (carlo_frame_add_owned(f, "lj/cb_pos", CARLO_F32, (uint64_t)g->dim * nm, nc, pos)) {
+        carlo_cell_data_free(&d);
+        return -1;
+    }
+    d.aux = NULL;
+    if (carlo_frame_add_owned(f, "lj/cb_index", CARLO_U32, nm, nc, aux)) {
+        carlo_cell_data_free(&d);
+        return -1;
+    }
+    return carlo_frame_add_owned(f, "lj/cb_count", CARLO_U32, nc, 1, count);
+}
+
+/* Checkerboard cells from a checkpoint: every invariant checked before they are used. */
+static int cb_restore(lj_system *s, const carlo_frame *f)
+{
+    carlo_cell_grid *g = &s->cb.grid;
+    const int32_t *shape = carlo_frame_expect(f, "lj/cb_shape", CARLO_I32, 6, 1);
+    if (!shape)
+        return -1;
+    if (shape[0] != g->m[0] || shape[1] != g->m[1] || shape[2] != g->m[2] || shape[3] < 1 ||
+        shape[3] > CARLO_CELL_NMAX_LIMIT || shape[4] != s->cb.geom.lanes || shape[5] != s->cb.passes)
+        return carlo_seterr("lj/cb_shape does not match the box, rc, lanes and passes");
+    g->nmax = shape[3];
+    uint64_t nc = (uint64_t)g->ncells, nm = (uint64_t)g->nmax;
+    const double *acc = carlo_frame_expect(f, "lj/cb_acc", CARLO_F64, 2, nc);
+    const float *pos = carlo_frame_expect(f, "lj/cb_pos", CARLO_F32, (uint64_t)g->dim * nm, nc);
+    const uint32_t *aux = carlo_frame_expect(f, "lj/cb_index", CARLO_U32, nm, nc);
+    const uint32_t *count = carlo_frame_expect(f, "lj/cb_count", CARLO_U32, nc, 1);
+    if (!acc || !pos || !aux || !count)
+        return -1;
+    carlo_cell_data d = {(float *)pos, (uint32_t *)aux, (uint32_t *)count};
+    if (carlo_cells_verify(g, &d, s->N))
+        return -1;
+    uint8_t *seen = carlo_calloc(s->N, 1, "a permutation check");
+    if (!seen)
+        return -1;
+    int rc = 0;
+    for (int64_t c = 0; c < g->ncells && rc == 0; c++)
+        for (int i = 0; i < (int)count[c] && rc == 0; i++) {
+            uint32_t idx = aux[carlo_cell_slot(g, c, i, 0)];
+            if (idx >= s->N || seen[idx])
+                rc = carlo_seterr("the cells' particle indices are not a permutation");
+            else
+                seen[idx] = 1;
+            for (int a = 0; a < g->dim && rc == 0; a++) {
+                double u = pos[carlo_cell_slot(g, c, i, a)], h = s->cb.geom.h[a];
+                if (u / h != floor(u / h))
+                    rc = carlo_seterr("a position is off the coordinate grid");
+            }
+        }
+    free(seen);
+    for (uint64_t c = 0; c < 2 * nc && rc == 0; c++)
+        if (!isfinite(acc[c]))
+            rc = carlo_seterr("bad per-cell sums");
+    if (rc == 0)
+        rc = s->be->cb_upload(s, &d, acc, acc + nc);
+    if (rc == 0) {
+        s->U = s->cb.U0 + lj_cb_total(acc, g->ncells);
+        s->W = s->cb.W0 + lj_cb_total(acc + nc, g->ncells);
+    }
+    return rc;
+}
+
 /* lj/shape (i32): N, dim, shift, tail, mode, sum, kernel
  * lj/params (f64): Lx, Ly, Lz, rc, T, delta, U, W, drift, drift_max
  * lj/counters (u64): moves, step, samples, tried, accepted */
@@ -884,8 +1031,9 @@ int lj_checkpoint(lj_system *s, carlo_frame *f)
 {
     int32_t shape[7] = {(int32_t)s->N, s->dim, s->shift, s->tail, (int32_t)s->mode,
                         (int32_t)s->sum, (int32_t)s->kernel};
+    int cb = s->mode == LJ_CHECKERBOARD;
     double params[10] = {s->g.L[0], s->g.L[1], s->g.L[2], s->rc, s->T, s->delta,
-                         s->U, s->W, s->drift, s->drift_max};
+                         cb ? s->cb.U0 : s->U, cb ? s->cb.W0 : s->W, s->drift, s->drift_max};
     uint64_t counters[5] = {s->moves, s->step, s->samples, s->tried, s->accepted};
     if (carlo_frame_add_string(f, "carlo/model", "lj") ||
         carlo_frame_add_u64(f, "configuration/step", s->step) ||
@@ -894,6 +1042,8 @@ int lj_checkpoint(lj_system *s, carlo_frame *f)
         carlo_frame_add_copy(f, "lj/params", CARLO_F64, 10, 1, params) ||
         carlo_frame_add_copy(f, "lj/counters", CARLO_U64, 5, 1, counters))
         return -1;
+    if (s->mode == LJ_CHECKERBOARD)
+        return cb_checkpoint(s, f);
     double *pos = carlo_malloc(carlo_mulsize(sizeof(double) * 3, s->N), "a checkpoint");
     if (!pos)
         return -1;
@@ -941,13 +1091,39 @@ lj_system *lj_restore(const carlo_frame *f, carlo_device_kind device)
         carlo_seterr("bad lj/shape");
         return NULL;
     }
-    const double *pos = carlo_frame_expect(f, "lj/position", CARLO_F64, (uint64_t)shape[0], 3);
-    if (!pos)
-        return NULL;
     lj_params p = {.N = (uint32_t)shape[0], .dim = shape[1], .box = {params[0], params[1], params[2]},
                    .rc = params[3], .T = params[4], .delta = params[5], .shift = shape[2] != 0,
                    .tail = shape[3] != 0, .mode = (lj_mode)shape[4], .sum = shape[5],
-                   .device = device, .seed = *seed, .init = LJ_INIT_POSITIONS, .positions = pos};
+                   .device = device, .seed = *seed, .init = LJ_INIT_POSITIONS, .passes = 1};
+    if (p.mode == LJ_CHECKERBOARD) {
+        const int32_t *cs = carlo_frame_expect(f, "lj/cb_shape", CARLO_I32, 6, 1);
+        if (!cs)
+            return NULL;
+        p.lanes = cs[4];
+        p.passes = cs[5];
+        lj_system *s = create_bare(&p);
+        if (!s)
+            return NULL;
+        s->cb.U0 = params[6];
+        s->cb.W0 = params[7];
+        if (!isfinite(s->cb.U0) || !isfinite(s->cb.W0) ||
+            (carlo_seterr("bad running energy"), 0) || cb_restore(s, f)) {
+            lj_destroy(s);
+            return NULL;
+        }
+        s->drift = params[8];
+        s->drift_max = params[9];
+        s->moves = counters[0];
+        s->step = counters[1];
+        s->samples = counters[2];
+        s->tried = counters[3];
+        s->accepted = counters[4];
+        return s;
+    }
+    const double *pos = carlo_frame_expect(f, "lj/position", CARLO_F64, (uint64_t)shape[0], 3);
+    if (!pos)
+        return NULL;
+    p.positions = pos;
     lj_system *s = create_bare(&p);
     if (!s)
         return NULL;

@@ -5,12 +5,17 @@
  *
  * Mode "decomposition" (Hailat et al. 2013): one trial move at a time, the energy of the moved
  * particle summed over all particles or over its neighbour cells in the fixed order of
- * lj_kernel.h, so the CPU and GPU chains are identical for the same seed. */
+ * lj_kernel.h, so the CPU and GPU chains are identical for the same seed.
+ * Mode "checkerboard" (the MPMC scheme of Anderson et al. 2013 on the shared cell grid of
+ * core/cells.h): cells at least rc wide, one checkerboard set at a time, every active cell
+ * moving its particles in random order with moves that leave the cell rejected, sets shuffled,
+ * the grid shifted after each sweep; CPU and GPU chains identical here too. */
 #ifndef CARLO_LJ_H
 #define CARLO_LJ_H
 
 #include <stdint.h>
 
+#include "core/cells.h"
 #include "core/device.h"
 #include "core/frame.h"
 #include "lj/lj_kernel.h"
@@ -37,6 +42,15 @@ typedef struct lj_cell_lists {
     int32_t *order, *count;
 } lj_cell_lists;
 
+/* The checkerboard state besides the cells themselves (which the backend holds). */
+typedef struct lj_cb {
+    carlo_cell_grid grid;  /* m, widths, nmax (grows when a cell fills), naux = 1: the index */
+    lj_cbgeom geom;        /* float widths, the coordinate grid h, cutoff; dmax set per run */
+    int passes;            /* trial moves per particle per sweep */
+    int lanes_auto;        /* lanes chosen by carlo (not given) */
+    double U0, W0;         /* energy and virial when the per-cell sums were last zeroed */
+} lj_cb;
+
 struct lj_backend;
 
 typedef struct lj_system {
@@ -61,6 +75,7 @@ typedef struct lj_system {
     double drift;         /* |running - fresh| / |fresh| of the last recomputation */
     double drift_max;     /* largest drift seen */
     uint64_t checks;      /* recomputations done */
+    lj_cb cb;             /* mode = checkerboard */
     const struct lj_backend *be;
     void *impl;
     int dead;
@@ -83,6 +98,14 @@ typedef struct lj_backend {
      * (exp(-beta dU), tail included) in out[n]. */
     int (*widom)(lj_system *s, uint32_t n, uint64_t sample, double *out);
     int (*sync)(lj_system *s);
+    /* Checkerboard: the cells (host form of grid s->cb.grid) and the per-cell sums of the
+     * accepted energy and virial changes. */
+    int (*cb_upload)(lj_system *s, const carlo_cell_data *cells, const double *acc_u,
+                     const double *acc_w);
+    int (*cb_download)(lj_system *s, const carlo_cell_data *cells, double *acc_u, double *acc_w);
+    /* n sweeps from sweep s->step: sets in shuffled order, then the cell shift; grows nmax
+     * when a shift overfills a cell; updates step, tried, accepted, U and W. */
+    int (*cb_sweeps)(lj_system *s, uint64_t n);
 } lj_backend;
 
 extern const lj_backend lj_cpu_backend;
@@ -98,6 +121,8 @@ typedef struct lj_params {
     int shift, tail;
     lj_mode mode;
     int sum;              /* -1: choose, else an lj_sum */
+    int lanes;            /* checkerboard lanes per active cell: 0 (choose), 32, 64, 128 */
+    int passes;           /* checkerboard trial moves per particle per sweep (>= 1) */
     carlo_device_kind device;
     uint64_t seed;
     lj_init init;
@@ -184,6 +209,21 @@ lj_system *lj_restore(const carlo_frame *f, carlo_device_kind device);
 void lj_serial_moves(const lj_geom *g, uint32_t N, double beta, double delta, uint64_t seed,
                      uint64_t first_move, uint64_t n, double *pos, double *U, double *W,
                      uint64_t *accepted);
+
+/* Checkerboard helpers (lj_cb.c), shared by the backends. */
+int lj_cb_setup(lj_system *s, const lj_params *p);
+int lj_cb_install(lj_system *s, const double *pos);
+carlo_cell_shift lj_cb_shift(const lj_system *s, uint64_t sweep);
+double lj_cb_total(const double *acc, int64_t ncells); /* sum in cell order */
+int lj_cb_cells_alloc(const lj_system *s, carlo_cell_data *d);
+/* One active cell's sub-sweep on host storage (the CPU backend; tests): returns accepted. */
+uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64_t cell,
+                             uint64_t step, double *du, double *dw);
+int lj_cb_grow(const carlo_cell_grid *g, const carlo_cell_data *src, int nmax,
+               carlo_cell_data *dst);
+int lj_cb_fresh(const lj_system *s, const carlo_cell_data *d, double *U, double *W);
+int lj_cb_positions(lj_system *s, double *pos);
+int lj_cb_widom(lj_system *s, uint32_t n, uint64_t sample, double *out);
 
 const char *lj_mode_name(lj_mode m);
 const char *lj_sum_name(lj_sum s);

@@ -15,6 +15,9 @@ typedef struct cpu_impl {
     int32_t *count;      /* ncell */
     double *slot;
     int32_t *cell_of, *slot_of; /* N */
+    /* checkerboard: the cells (and the shift's second buffer), per-cell sums */
+    carlo_cell_data cur, tmp;
+    double *acc_u, *acc_w;
 } cpu_impl;
 
 static cpu_impl *impl(lj_system *s) { return s->impl; }
@@ -35,6 +38,8 @@ static int cpu_create(lj_system *s)
     if (!im)
         return -1;
     s->impl = im;
+    if (s->mode == LJ_CHECKERBOARD)
+        return 0; /* the cells come with cb_upload */
     size_t n = s->N;
     im->x = carlo_malloc(sizeof(double) * n, "positions");
     im->y = im->x ? carlo_malloc(sizeof(double) * n, "positions") : NULL;
@@ -51,6 +56,10 @@ static void cpu_destroy(lj_system *s)
     free(im->y);
     free(im->z);
     free_cells(im);
+    carlo_cell_data_free(&im->cur);
+    carlo_cell_data_free(&im->tmp);
+    free(im->acc_u);
+    free(im->acc_w);
     free(im);
     s->impl = NULL;
 }
@@ -350,6 +359,129 @@ static int cpu_sync(lj_system *s)
     return 0;
 }
 
+/* ---------- checkerboard ---------- */
+
+static void copy_cells(const carlo_cell_grid *g, const carlo_cell_data *src, const carlo_cell_data *dst)
+{
+    memcpy(dst->pos, src->pos, carlo_cells_pos_len(g) * sizeof(float));
+    memcpy(dst->aux, src->aux, carlo_cells_aux_len(g) * sizeof(uint32_t));
+    memcpy(dst->count, src->count, (size_t)g->ncells * sizeof(uint32_t));
+}
+
+static int cpu_cb_upload(lj_system *s, const carlo_cell_data *cells, const double *acc_u,
+                         const double *acc_w)
+{
+    cpu_impl *im = impl(s);
+    const carlo_cell_grid *g = &s->cb.grid;
+    carlo_cell_data_free(&im->cur);
+    carlo_cell_data_free(&im->tmp);
+    free(im->acc_u);
+    free(im->acc_w);
+    im->acc_w = NULL;
+    im->acc_u = carlo_malloc(carlo_mulsize((size_t)g->ncells, sizeof(double)), "per-cell sums");
+    im->acc_w = im->acc_u ? carlo_malloc(carlo_mulsize((size_t)g->ncells, sizeof(double)), "per-cell sums") : NULL;
+    if (!im->acc_w || carlo_cell_data_alloc(g, &im->cur) || carlo_cell_data_alloc(g, &im->tmp))
+        return -1;
+    copy_cells(g, cells, &im->cur);
+    memcpy(im->acc_u, acc_u, (size_t)g->ncells * sizeof(double));
+    memcpy(im->acc_w, acc_w, (size_t)g->ncells * sizeof(double));
+    return 0;
+}
+
+static int cpu_cb_download(lj_system *s, const carlo_cell_data *cells, double *acc_u, double *acc_w)
+{
+    cpu_impl *im = impl(s);
+    const carlo_cell_grid *g = &s->cb.grid;
+    if (cells)
+        copy_cells(g, &im->cur, cells);
+    if (acc_u)
+        memcpy(acc_u, im->acc_u, (size_t)g->ncells * sizeof(double));
+    if (acc_w)
+        memcpy(acc_w, im->acc_w, (size_t)g->ncells * sizeof(double));
+    return 0;
+}
+
+/* Twice the room in every cell, the same particles in the same slots. */
+static int cpu_cb_grow(lj_system *s)
+{
+    cpu_impl *im = impl(s);
+    carlo_cell_grid *g = &s->cb.grid;
+    int nmax = g->nmax * 2 > CARLO_CELL_NMAX_LIMIT ? CARLO_CELL_NMAX_LIMIT : g->nmax * 2;
+    if (nmax == g->nmax)
+        return carlo_seterr("a cell holds more than %d particles", CARLO_CELL_NMAX_LIMIT);
+    carlo_cell_data cur, tmp;
+    if (lj_cb_grow(g, &im->cur, nmax, &cur))
+        return -1;
+    carlo_cell_grid ng = *g;
+    ng.nmax = nmax;
+    if (carlo_cell_data_alloc(&ng, &tmp)) {
+        carlo_cell_data_free(&cur);
+        return -1;
+    }
+    carlo_cell_data_free(&im->cur);
+    carlo_cell_data_free(&im->tmp);
+    im->cur = cur;
+    im->tmp = tmp;
+    g->nmax = nmax;
+    return 0;
+}
+
+/* The cell shift into the second buffer; 0, or -1 when a cell overflowed. Small grids shift
+ * serially: a parallel region per sweep costs more than it saves there. */
+static int shift_cells(const carlo_cell_grid *g, const carlo_cell_data *src,
+                       const carlo_cell_data *dst, carlo_cell_shift sh)
+{
+    if (g->ncells >= 4096)
+        return carlo_cells_shift_host(g, src, dst, sh);
+    int over = 0;
+    for (int64_t c = 0; c < g->ncells; c++) {
+        int xyz[3];
+        carlo_cell_coords(g, c, xyz);
+        over |= carlo_cell_shift_gather(g, src, dst, xyz, sh) > g->nmax;
+    }
+    return over ? carlo_seterr("a cell overflowed its %d slots in the cell shift", g->nmax) : 0;
+}
+
+static int cpu_cb_sweeps(lj_system *s, uint64_t n)
+{
+    cpu_impl *im = impl(s);
+    const carlo_cell_grid *g = &s->cb.grid;
+    const int nsets = 1 << g->dim;
+    for (uint64_t k = 0; k < n; k++) {
+        int order[8];
+        carlo_cells_set_order(g->dim, s->seed, LJ_PURPOSE_CB_SETS, s->step, order);
+        uint64_t accepted = 0;
+        for (int q = 0; q < nsets; q++) {
+            const uint64_t step = s->step * 8 + (uint64_t)q;
+            const int64_t size = carlo_cell_set_size(g);
+            const int set = order[q];
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : accepted) if (size >= 256)
+            for (int64_t t = 0; t < size; t++) {
+                int xyz[3];
+                carlo_cell_active(g, set, t, xyz);
+                int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
+                double du, dw;
+                accepted += lj_cb_cell_subsweep(s, &im->cur, c, step, &du, &dw);
+                im->acc_u[c] = im->acc_u[c] + du;
+                im->acc_w[c] = im->acc_w[c] + dw;
+            }
+        }
+        carlo_cell_shift sh = lj_cb_shift(s, s->step);
+        while (shift_cells(g, &im->cur, &im->tmp, sh))
+            if (cpu_cb_grow(s))
+                return -1;
+        carlo_cell_data t = im->cur;
+        im->cur = im->tmp;
+        im->tmp = t;
+        s->step++;
+        s->tried += (uint64_t)s->cb.passes * s->N;
+        s->accepted += accepted;
+    }
+    s->U = s->cb.U0 + lj_cb_total(im->acc_u, g->ncells);
+    s->W = s->cb.W0 + lj_cb_total(im->acc_w, g->ncells);
+    return 0;
+}
+
 const lj_backend lj_cpu_backend = {
     .name = "cpu",
     .create = cpu_create,
@@ -359,4 +491,7 @@ const lj_backend lj_cpu_backend = {
     .moves = cpu_moves,
     .widom = cpu_widom,
     .sync = cpu_sync,
+    .cb_upload = cpu_cb_upload,
+    .cb_download = cpu_cb_download,
+    .cb_sweeps = cpu_cb_sweeps,
 };

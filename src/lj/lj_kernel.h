@@ -26,8 +26,10 @@
 #define LJ_PURPOSE_RETRY  0x31u /* the astronomically rare re-draw of a particle index */
 #define LJ_PURPOSE_WIDOM  0x32u /* test-particle insertions: step = sample counter */
 #define LJ_PURPOSE_INIT   0x33u /* random initial configuration */
-#define LJ_PURPOSE_CB     0x34u /* checkerboard: set order, cell shift, in-cell order, moves */
-#define LJ_PURPOSE_CB_MOVE 0x35u
+#define LJ_PURPOSE_CB_SETS  0x34u /* checkerboard: the order of the sets in a sweep */
+#define LJ_PURPOSE_CB_MOVE  0x35u /* checkerboard trial moves: step = 8 sweep + set position */
+#define LJ_PURPOSE_CB_ORDER 0x36u /* checkerboard: the order of the particles in a cell */
+#define LJ_PURPOSE_CB_SHIFT 0x37u /* checkerboard: the cell shift after a sweep */
 
 #define LJ_LANES 128     /* lanes of one tile (threads of a GPU block) */
 #define LJ_TILES_MAX 256 /* the all-particle sum uses at most this many tiles */
@@ -258,6 +260,113 @@ CARLO_HD double lj_widom_factor(double eu, double tail, double beta)
     if (!(dU < 1e300))
         return 0.0;
     return lj_exp(-beta * dU);
+}
+
+/* ---------- checkerboard (cells of the shared grid, core/cells_kernel.h) ----------
+ *
+ * Particles sit in cells at least rc wide, with float coordinates local to their cell. Every
+ * coordinate along axis a is a multiple of h[a] = ulp(w[a]) (w the float cell width), and so
+ * are trial displacements and cell shifts: differences of coordinates, and coordinates plus a cell
+ * width, are then exact in float for every pair closer than rc, so a pair's separation does
+ * not depend on which cell frame it is computed in, and a cell shift changes no energy at
+ * all. Pair terms are computed in float and their differences summed in double, in the
+ * canonical lanes of `lanes` (32, 64 or 128) per active cell. */
+
+/* Float pair energy and virial inside the cutoff (overlaps give inf and are rejected)... */
+CARLO_HD void lj_pair_f_terms(float r2, float ushift, float *u, float *w)
+{
+    float ir2 = 1.0f / r2;
+    float ir6 = ir2 * ir2 * ir2;
+    *u = 4.0f * ir6 * (ir6 - 1.0f) - ushift;
+    *w = 24.0f * ir6 * (2.0f * ir6 - 1.0f);
+}
+
+/* ... and 0 beyond it. */
+CARLO_HD void lj_pair_f(float r2, float rc2, float ushift, float *u, float *w)
+{
+    if (r2 < rc2) {
+        lj_pair_f_terms(r2, ushift, u, w);
+    } else {
+        *u = 0.0f;
+        *w = 0.0f;
+    }
+}
+
+/* The float geometry of a checkerboard system. */
+typedef struct lj_cbgeom {
+    int dim, lanes;
+    float w[3];     /* cell widths (float, as the grid's w) */
+    float h[3];     /* the coordinate grid: every coordinate along a is a multiple of h[a] */
+    float rc2, ushift;
+    double dmax[3]; /* the maximum displacement in units of h[a] (delta / h[a]) */
+} lj_cbgeom;
+
+/* Squared separation of two cell-local positions a and b, b in a neighbour cell offset by s
+ * (its components exact, see above). */
+CARLO_HD float lj_cb_r2s(float ax, float ay, float az, float bx, float by, float bz, float sx,
+                         float sy, float sz)
+{
+    float dx = (bx - ax) + sx;
+    float dy = (by - ay) + sy;
+    float dz = (bz - az) + sz;
+    return dx * dx + dy * dy + dz * dz;
+}
+
+CARLO_HD float lj_cb_r2(const float a[3], const float b[3], const float s[3])
+{
+    return lj_cb_r2s(a[0], a[1], a[2], b[0], b[1], b[2], s[0], s[1], s[2]);
+}
+
+/* One candidate at b (offset s) against the old position o and the trial position n of the
+ * moved particle: the exact double differences of the float pair terms. */
+CARLO_HD void lj_cb_candidate(const lj_cbgeom *g, const float o[3], const float n[3],
+                              const float b[3], const float s[3], double *du, double *dw)
+{
+    float uo, wo, un, wn;
+    lj_pair_f(lj_cb_r2(o, b, s), g->rc2, g->ushift, &uo, &wo);
+    lj_pair_f(lj_cb_r2(n, b, s), g->rc2, g->ushift, &un, &wn);
+    *du = *du + ((double)un - (double)uo);
+    *dw = *dw + ((double)wn - (double)wo);
+}
+
+/* Trial move k of cell `cell` in sub-sweep `step`: a displacement on the grid (symmetric,
+ * |d| <= delta) and a uniform in [0, 1). */
+CARLO_HD double lj_cb_trial(const lj_cbgeom *g, uint64_t seed, uint64_t step, uint32_t cell,
+                            uint32_t k, float d[3])
+{
+    carlo_u32x4 r = carlo_rng(seed, LJ_PURPOSE_CB_MOVE, step, cell, k);
+    for (int a = 0; a < 3; a++)
+        d[a] = a < g->dim ? (float)(rint(g->dmax[a] * lj_displacement(r.v[a], 1.0)) * (double)g->h[a])
+                          : 0.0f;
+    return (double)r.v[3] * (1.0 / 4294967296.0);
+}
+
+/* Whether a trial position stays in its cell (moves that leave are rejected). */
+CARLO_HD int lj_cb_inside(const lj_cbgeom *g, const float n[3])
+{
+    for (int a = 0; a < g->dim; a++)
+        if (!(n[a] >= 0.0f && n[a] < g->w[a]))
+            return 0;
+    return 1;
+}
+
+/* The visiting order of the n particles of a cell in one sub-sweep: Fisher-Yates. */
+CARLO_HD void lj_cb_order(uint64_t seed, uint64_t step, uint32_t cell, int n, int *perm)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    carlo_u32x4 r = {{0, 0, 0, 0}};
+    for (int i = n - 1, k = 0; i > 0; i--, k++) {
+        if ((k & 3) == 0)
+            r = carlo_rng(seed, LJ_PURPOSE_CB_ORDER, step, cell, (uint32_t)(k >> 2));
+        uint32_t j;
+        if (carlo_below_try(r.v[k & 3], (uint32_t)(i + 1), &j))
+            j = carlo_below(seed, LJ_PURPOSE_CB_ORDER, step, cell, 0x10000u + (uint32_t)k,
+                            (uint32_t)(i + 1));
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
 }
 
 #endif

@@ -95,7 +95,7 @@ static int l_lj(lua_State *L)
     const char *where = "carlo.lj";
     static const char *const keys[] = {"N", "rho", "box", "dim", "T", "rc", "shift", "tail",
                                        "seed", "init", "mode", "device", "delta", "energy_sum",
-                                       NULL};
+                                       "lanes", "passes", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     carlo_args_allowed(L, 1, where, keys);
     lj_params p;
@@ -176,6 +176,15 @@ static int l_lj(lua_State *L)
     p.sum = sum == 2 ? -1 : sum;
     if (p.mode == LJ_CHECKERBOARD && carlo_arg_has(L, 1, "energy_sum"))
         return luaL_error(L, "%s: energy_sum belongs to mode = \"decomposition\"", where);
+    for (int k = 0; k < 2; k++) {
+        const char *key = k ? "passes" : "lanes";
+        if (p.mode != LJ_CHECKERBOARD && carlo_arg_has(L, 1, key))
+            return luaL_error(L, "%s: %s belongs to mode = \"checkerboard\"", where, key);
+    }
+    p.lanes = (int)carlo_arg_int(L, 1, where, "lanes", 0, 0, 32, 128);
+    if (p.lanes && p.lanes != 32 && p.lanes != 64 && p.lanes != 128)
+        return luaL_error(L, "%s: lanes must be 32, 64 or 128 (got %d)", where, p.lanes);
+    p.passes = (int)carlo_arg_int(L, 1, where, "passes", 0, 1, 1, 1000);
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     p.device = resolve_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
@@ -232,6 +241,9 @@ static int l_run(lua_State *L)
     if (ckpt && o.walltime <= 0)
         return luaL_error(L, "%s: checkpoint goes with walltime (use sys:save(path) otherwise)", where);
     if (has_moves) {
+        if (s->mode == LJ_CHECKERBOARD)
+            return luaL_error(L, "%s: moves = is for mode = \"decomposition\"; the checkerboard "
+                                 "runs sweeps", where);
         if (o.walltime > 0)
             return luaL_error(L, "%s: walltime goes with sweeps", where);
         uint64_t n = (uint64_t)carlo_arg_int(L, 2, where, "moves", 1, 0, 0, (int64_t)1 << 50);
@@ -621,7 +633,18 @@ static int l_index(lua_State *L)
     else if (strcmp(k, "shift") == 0) lua_pushboolean(L, s->shift);
     else if (strcmp(k, "tail") == 0) lua_pushboolean(L, s->tail);
     else if (strcmp(k, "mode") == 0) lua_pushstring(L, lj_mode_name(s->mode));
-    else if (strcmp(k, "energy_sum") == 0) lua_pushstring(L, lj_sum_name(s->sum));
+    else if (strcmp(k, "energy_sum") == 0) {
+        if (s->mode == LJ_CHECKERBOARD)
+            lua_pushnil(L);
+        else
+            lua_pushstring(L, lj_sum_name(s->sum));
+    } else if (strcmp(k, "lanes") == 0 || strcmp(k, "passes") == 0 || strcmp(k, "nmax") == 0) {
+        if (s->mode != LJ_CHECKERBOARD)
+            lua_pushnil(L);
+        else
+            lua_pushinteger(L, k[0] == 'l' ? s->cb.geom.lanes : k[0] == 'p' ? s->cb.passes
+                                                                             : s->cb.grid.nmax);
+    }
     else if (strcmp(k, "kernel") == 0) lua_pushstring(L, lj_kernel_name(s->kernel));
     else if (strcmp(k, "delta") == 0) lua_pushnumber(L, s->delta);
     else if (strcmp(k, "delta_max") == 0) lua_pushnumber(L, lj_delta_max(s));
@@ -638,7 +661,7 @@ static int l_index(lua_State *L)
     else if (strcmp(k, "cells") == 0) {
         lua_createtable(L, s->dim, 0);
         for (int a = 0; a < s->dim; a++) {
-            lua_pushinteger(L, s->g.n[a]);
+            lua_pushinteger(L, s->mode == LJ_CHECKERBOARD ? s->cb.grid.m[a] : s->g.n[a]);
             lua_rawseti(L, -2, a + 1);
         }
     } else if (strcmp(k, "box") == 0) {
