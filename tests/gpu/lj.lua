@@ -1,7 +1,8 @@
 -- gpu/lj/*: the GPU decomposition chain is the CPU chain, bit for bit, for every kernel
 -- variant and both energy sums (positions, running energy and virial, acceptances); Widom
 -- factors agree bit for bit; the running energy does not drift; cell lists that fill up
--- grow the same way on both.
+-- grow the same way on both. The checkerboard chain likewise, for every lane count, in 2D and
+-- 3D, through cell growth.
 local carlo = require "carlo"
 local check = require "check"
 if not check.gpu_or_skip("gpu/lj/decomposition-chain") then return end
@@ -105,6 +106,40 @@ local ra = sa:sample{ sweeps = 10, every = 2, widom = 50 }
 local rb = sb:sample{ sweeps = 10, every = 2, widom = 50 }
 check.ok("gpu/lj/sample", ra.U.mean == rb.U.mean and ra.P.mean == rb.P.mean and
   ra.mu_ex.mean == rb.mu_ex.mean, ("U %.17g vs %.17g"):format(ra.U.mean, rb.U.mean))
+
+-- checkerboard: every lane count, 2D, shifted, two passes, a large system
+local function sweeps_chain(name, opts, sweeps)
+  opts.mode = "checkerboard"
+  local c, g = pair(opts)
+  c:run{ sweeps = sweeps }
+  g:run{ sweeps = sweeps }
+  same(name, c, g)
+  return c, g
+end
+for _, lanes in ipairs{ 32, 64, 128 } do
+  sweeps_chain("gpu/lj/checkerboard-chain-lanes-" .. lanes, { N = 4000, rho = 0.776, T = 0.85,
+    lanes = lanes }, 20)
+end
+sweeps_chain("gpu/lj/checkerboard-chain-n500", { N = 500, rho = 0.776, T = 0.85, init = "random" }, 40)
+sweeps_chain("gpu/lj/checkerboard-chain-2d", { N = 3000, rho = 0.7, T = 0.6, dim = 2, init = "random" }, 30)
+sweeps_chain("gpu/lj/checkerboard-chain-shifted-passes", { N = 3000, rho = 0.6, T = 1.0, shift = true,
+  passes = 2 }, 20)
+local cbc, cbg = sweeps_chain("gpu/lj/checkerboard-chain-large", { N = 65536, rho = 0.8, T = 1.0 }, 5)
+local r = cbg:recompute()
+check.ok("gpu/lj/energy-drift-checkerboard", r.drift <= 1e-9, ("drift %g"):format(r.drift))
+local ra, rb = cbc:sample{ sweeps = 4, every = 2, widom = 100 }, cbg:sample{ sweeps = 4, every = 2, widom = 100 }
+check.ok("gpu/lj/checkerboard-sample", ra.U.mean == rb.U.mean and ra.P.mean == rb.P.mean and
+  ra.mu_ex.mean == rb.mu_ex.mean, ("U %.17g vs %.17g"):format(ra.U.mean, rb.U.mean))
+-- a condensing gas overfills its cells (rc = 3.5: about 1 particle per cell at the start, 30 in
+-- a droplet): both backends grow them at the same shift and go on identically
+local ga, gb = pair{ N = 2000, rho = 0.03, T = 0.45, rc = 3.5, mode = "checkerboard", delta = 0.6,
+  init = "fcc", seed = 12 }
+local nmax0 = gb.nmax
+ga:run{ sweeps = 400 }
+gb:run{ sweeps = 400 }
+check.ok("gpu/lj/checkerboard-cells-grow", gb.nmax > nmax0 and ga.nmax == gb.nmax,
+  ("nmax %d -> %d (cpu %d)"):format(nmax0, gb.nmax, ga.nmax))
+same("gpu/lj/checkerboard-grow-chain", ga, gb)
 
 -- checkpoints continue bit for bit (when the trajectory container offers carlo.load; the
 -- restored system runs on the default device, and the chain is the same on either)

@@ -294,6 +294,137 @@ static void test_canonical(int sum, uint32_t N, double rho, const char *name)
     lj_destroy(s);
 }
 
+/* ---------- checkerboard ---------- */
+
+static lj_system *make_cb_rc(uint32_t N, int dim, double rho, double T, uint64_t seed, double rc,
+                             lj_init init)
+{
+    double side = pow(N / rho, 1.0 / dim);
+    lj_params p = {.N = N, .dim = dim, .box = {side, side, dim == 3 ? side : 1.0}, .rc = rc,
+                   .T = T, .delta = 0.12, .shift = 0, .tail = 1, .mode = LJ_CHECKERBOARD,
+                   .sum = -1, .device = CARLO_CPU, .seed = seed, .init = init};
+    lj_system *s = lj_create(&p);
+    if (!s)
+        printf("lj_create failed: %s\n", carlo_errmsg());
+    return s;
+}
+
+static lj_system *make_cb(uint32_t N, int dim, double rho, double T, uint64_t seed)
+{
+    return make_cb_rc(N, dim, rho, T, seed, 2.5, LJ_INIT_RANDOM);
+}
+
+/* After many sweeps (shifts included) the cells still hold every particle once, each inside
+ * its cell and on the coordinate grid. */
+static void test_cb_invariants(int dim, uint32_t N, double rho, const char *name)
+{
+    lj_system *s = make_cb(N, dim, rho, 0.9, 31);
+    if (!s)
+        return;
+    lj_run(s, 60);
+    carlo_cell_data d;
+    lj_cb_cells_alloc(s, &d);
+    s->be->cb_download(s, &d, NULL, NULL);
+    int ok = carlo_cells_verify(&s->cb.grid, &d, s->N) == 0;
+    const char *why = ok ? "" : carlo_errmsg();
+    uint8_t *seen = calloc(s->N, 1);
+    for (int64_t c = 0; c < s->cb.grid.ncells && ok; c++)
+        for (int i = 0; i < (int)d.count[c] && ok; i++) {
+            uint32_t idx = d.aux[carlo_cell_slot(&s->cb.grid, c, i, 0)];
+            ok = idx < s->N && !seen[idx];
+            if (ok)
+                seen[idx] = 1;
+            for (int a = 0; a < dim && ok; a++) {
+                double u = d.pos[carlo_cell_slot(&s->cb.grid, c, i, a)];
+                ok = u / s->cb.geom.h[a] == floor(u / s->cb.geom.h[a]);
+            }
+            if (!ok)
+                why = "a particle index repeats or a coordinate is off the grid";
+        }
+    CHECK(name, ok && s->step == 60, "%s", why);
+    free(seen);
+    carlo_cell_data_free(&d);
+    lj_destroy(s);
+}
+
+/* 2n sweeps, or n, checkpoint (through a file), restore, n more: the same cells and sums. */
+static void test_cb_checkpoint(void)
+{
+    const char *dir = getenv("CARLO_TEST_TMP");
+    char path[512];
+    snprintf(path, sizeof path, "%s/lj-unit-cb.ckpt", dir ? dir : "/tmp");
+    lj_system *a = make_cb(3000, 3, 0.8, 1.0, 8), *b = make_cb(3000, 3, 0.8, 1.0, 8);
+    if (!a || !b)
+        return;
+    lj_run(a, 20);
+    lj_run(b, 10);
+    carlo_frame f, g;
+    carlo_frame_init(&f);
+    int rc = lj_checkpoint(b, &f) || traj_checkpoint_save(path, &f);
+    carlo_frame_free(&f);
+    lj_destroy(b);
+    rc = rc || traj_checkpoint_load(path, &g);
+    lj_system *c = rc ? NULL : lj_restore(&g, CARLO_CPU);
+    if (!c) {
+        CHECK("unit/lj/checkpoint-continues-checkerboard", 0, "restore failed: %s", carlo_errmsg());
+        carlo_frame_free(&g);
+        lj_destroy(a);
+        return;
+    }
+    lj_run(c, 10);
+    double *pa = positions(a), *pc = positions(c);
+    int same = memcmp(pa, pc, sizeof(double) * 3 * a->N) == 0;
+    CHECK("unit/lj/checkpoint-continues-checkerboard",
+          same && a->U == c->U && a->W == c->W && a->accepted == c->accepted && a->step == c->step,
+          "positions %s, U %.17g vs %.17g", same ? "equal" : "differ", a->U, c->U);
+    /* a position moved off the coordinate grid is refused */
+    for (int i = 0; i < g.n; i++)
+        if (strcmp(g.chunk[i].name, "lj/cb_pos") == 0) {
+            float *pos = g.chunk[i].owned;
+            uint32_t *cnt = NULL;
+            for (int j = 0; j < g.n; j++)
+                if (strcmp(g.chunk[j].name, "lj/cb_count") == 0)
+                    cnt = g.chunk[j].owned;
+            for (int64_t k = 0; cnt && k < c->cb.grid.ncells; k++)
+                if (cnt[k]) { /* the first particle of the first occupied cell */
+                    pos[k] = nextafterf(pos[k], 10.0f);
+                    break;
+                }
+        }
+    lj_system *r = lj_restore(&g, CARLO_CPU);
+    CHECK("unit/lj/checkpoint-untrusted-checkerboard", r == NULL && strstr(carlo_errmsg(), "grid"),
+          "restore accepted an off-grid position (%s)", r ? "no error" : carlo_errmsg());
+    lj_destroy(r);
+    carlo_frame_free(&g);
+    free(pa);
+    free(pc);
+    lj_destroy(a);
+    lj_destroy(c);
+}
+
+/* A condensing gas fills its cells beyond the first capacity (about 1 per cell of 3.5^3 at the
+ * start, 30 in a droplet): the cells grow, nothing is lost. */
+static void test_cb_grow(void)
+{
+    lj_system *s = make_cb_rc(2000, 3, 0.03, 0.45, 12, 3.5, LJ_INIT_FCC);
+    if (!s)
+        return;
+    int nmax0 = s->cb.grid.nmax;
+    double delta = lj_delta_max(s) < 0.6 ? lj_delta_max(s) : 0.6;
+    lj_set_delta(s, delta);
+    lj_run(s, 400);
+    double Ur, Uf;
+    lj_recompute(s, &Ur, &Uf);
+    carlo_cell_data d;
+    lj_cb_cells_alloc(s, &d);
+    s->be->cb_download(s, &d, NULL, NULL);
+    int ok = carlo_cells_verify(&s->cb.grid, &d, s->N) == 0;
+    CHECK("unit/lj/checkerboard-cells-grow", ok && s->cb.grid.nmax > nmax0 && s->drift <= 1e-9,
+          "nmax %d -> %d, drift %g, %s", nmax0, s->cb.grid.nmax, s->drift, ok ? "cells fine" : carlo_errmsg());
+    carlo_cell_data_free(&d);
+    lj_destroy(s);
+}
+
 int main(void)
 {
     test_exp();
@@ -310,5 +441,9 @@ int main(void)
     test_canonical(LJ_SUM_CELLS, 3000, 0.02, "unit/lj/canonical-order-cells-sparse");
     test_canonical(LJ_SUM_ALL, 40000, 0.8, "unit/lj/canonical-order-all-tiles");
     test_canonical(LJ_SUM_ALL, 300, 0.8, "unit/lj/canonical-order-all");
+    test_cb_invariants(3, 3000, 0.8, "unit/lj/checkerboard-invariants-3d");
+    test_cb_invariants(2, 2000, 0.7, "unit/lj/checkerboard-invariants-2d");
+    test_cb_checkpoint();
+    test_cb_grow();
     return check_failed;
 }
