@@ -425,6 +425,37 @@ static void test_cb_grow(void)
     lj_destroy(s);
 }
 
+/* A trajectory frame: GSD names and shapes, positions in [-L/2, L/2) as floats. */
+static void test_frame(void)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        lj_system *s = mode ? make_cb(1000, 3, 0.7, 1.0, 4) : make(1000, 3, 0.7, 1.0, 2.5, -1, LJ_INIT_RANDOM, 4);
+        if (!s)
+            return;
+        lj_run(s, 3);
+        carlo_frame f;
+        carlo_frame_init(&f);
+        int rc = lj_frame(s, &f);
+        const float *p = carlo_frame_expect(&f, "particles/position", CARLO_F32, s->N, 3);
+        const float *box = carlo_frame_expect(&f, "configuration/box", CARLO_F32, 6, 1);
+        const uint32_t *n = carlo_frame_expect(&f, "particles/N", CARLO_U32, 1, 1);
+        const uint64_t *step = carlo_frame_expect(&f, "configuration/step", CARLO_U64, 1, 1);
+        const uint32_t *tid = carlo_frame_expect(&f, "particles/typeid", CARLO_U32, s->N, 1);
+        double *pos = positions(s);
+        int ok = rc == 0 && p && box && n && step && tid && *n == s->N && *step == 3 &&
+                 box[0] == (float)s->g.L[0];
+        for (uint32_t i = 0; ok && i < s->N; i++)
+            for (int a = 0; a < 3; a++)
+                ok = p[3 * i + a] >= -0.5f * box[a] && p[3 * i + a] <= 0.5f * box[a] &&
+                     fabs(p[3 * i + a] - (pos[3 * i + a] - s->g.half[a])) < 1e-5 && tid[i] == 0;
+        CHECK(mode ? "unit/lj/frame-checkerboard" : "unit/lj/frame-decomposition", ok,
+              "frame chunks or positions wrong (%s)", rc ? carlo_errmsg() : "values");
+        free(pos);
+        carlo_frame_free(&f);
+        lj_destroy(s);
+    }
+}
+
 int main(void)
 {
     test_exp();
@@ -445,5 +476,6 @@ int main(void)
     test_cb_invariants(2, 2000, 0.7, "unit/lj/checkerboard-invariants-2d");
     test_cb_checkpoint();
     test_cb_grow();
+    test_frame();
     return check_failed;
 }
