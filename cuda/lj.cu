@@ -18,6 +18,7 @@
  * thread per cell into a second buffer. The set order and the shift are drawn on the host,
  * as the CPU backend draws them. */
 #include <cooperative_groups.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1266,6 +1267,47 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
     return 0;
 }
 
+/* Every cell's share of the energy and virial from scratch: one thread per cell. */
+__global__ void cb_fresh_kernel(carlo_cell_grid g, lj_cbgeom G, carlo_cell_data d, double *out)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < g.ncells)
+        lj_cb_cell_energy(&g, &G, &d, c, &out[2 * c], &out[2 * c + 1]);
+}
+
+int gpu_cb_fresh(lj_system *s, double *U, double *W)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    size_t nc = (size_t)grid->ncells;
+    double *dev = NULL;
+    CK_MALLOC(&dev, nc * 2 * sizeof(double), "cell energies");
+    double *host = static_cast<double *>(carlo_malloc(nc * 2 * sizeof(double), "cell energies"));
+    const int threads = 128;
+    cb_fresh_kernel<<<(unsigned)((nc + threads - 1) / threads), threads>>>(*grid, s->cb.geom, g->cur, dev);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && host)
+        e = cudaMemcpy(host, dev, nc * 2 * sizeof(double), cudaMemcpyDeviceToHost);
+    cudaFree(dev);
+    if (!host)
+        return -1;
+    if (e != cudaSuccess) {
+        free(host);
+        return carlo_cuda_fail(e, "cb_fresh_kernel", __FILE__, __LINE__);
+    }
+    double u = 0.0, w = 0.0;
+    for (size_t c = 0; c < nc; c++) {
+        u += host[2 * c];
+        w += host[2 * c + 1];
+    }
+    free(host);
+    *U = 0.5 * u;
+    *W = 0.5 * w;
+    if (!isfinite(*U) || !isfinite(*W))
+        return carlo_seterr("the energy is not finite (%g): particles overlap", *U);
+    return 0;
+}
+
 int gpu_cb_sweeps(lj_system *s, uint64_t n)
 {
     gpu_impl *g = impl(s);
@@ -1337,4 +1379,5 @@ int gpu_sync(lj_system *s)
 extern "C" const lj_backend lj_cuda_backend = {
     "gpu",     gpu_create,      gpu_destroy,     gpu_upload,    gpu_download, gpu_moves,
     gpu_widom, gpu_sync,        gpu_cb_upload,   gpu_cb_download, gpu_cb_sweeps,
+    gpu_cb_fresh,
 };

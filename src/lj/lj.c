@@ -731,14 +731,8 @@ int lj_positions(lj_system *s, double *pos)
 /* From-scratch energy of the configuration now, in the mode's own pair arithmetic. */
 static int fresh_now(lj_system *s, double *U, double *W)
 {
-    if (s->mode == LJ_CHECKERBOARD) {
-        carlo_cell_data d;
-        if (lj_cb_cells_alloc(s, &d))
-            return -1;
-        int rc = s->be->cb_download(s, &d, NULL, NULL) ? fail_dead(s) : lj_cb_fresh(s, &d, U, W);
-        carlo_cell_data_free(&d);
-        return rc;
-    }
+    if (s->mode == LJ_CHECKERBOARD)
+        return s->be->cb_fresh(s, U, W);
     double *pos = carlo_malloc(carlo_mulsize(sizeof(double) * 3, s->N), "positions");
     if (!pos)
         return -1;

@@ -106,6 +106,9 @@ typedef struct lj_backend {
     /* n sweeps from sweep s->step: sets in shuffled order, then the cell shift; grows nmax
      * when a shift overfills a cell; updates step, tried, accepted, U and W. */
     int (*cb_sweeps)(lj_system *s, uint64_t n);
+    /* The energy and virial of the cells from scratch, per cell by lj_cb_cell_energy
+     * (lj_kernel.h) and then in cell order, so that both backends give the same bits. */
+    int (*cb_fresh)(lj_system *s, double *U, double *W);
 } lj_backend;
 
 extern const lj_backend lj_cpu_backend;
@@ -222,6 +225,7 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
 int lj_cb_grow(const carlo_cell_grid *g, const carlo_cell_data *src, int nmax,
                carlo_cell_data *dst);
 int lj_cb_fresh(const lj_system *s, const carlo_cell_data *d, double *U, double *W);
+
 int lj_cb_positions(lj_system *s, double *pos);
 int lj_cb_widom(lj_system *s, uint32_t n, uint64_t sample, double *out);
 

@@ -83,42 +83,6 @@ static void offset_of(int dim, int q, int off[3])
 
 /* ---------- from-scratch energy ---------- */
 
-/* Particle i (slot) of cell c against every other particle, in float pair terms summed in
- * double (each pair is seen from both ends). */
-static void cb_particle(const lj_system *s, const carlo_cell_data *d, int64_t c, int i,
-                        double *eu, double *ew)
-{
-    const carlo_cell_grid *g = &s->cb.grid;
-    const lj_cbgeom *G = &s->cb.geom;
-    int xyz[3];
-    carlo_cell_coords(g, c, xyz);
-    float a[3] = {0, 0, 0};
-    for (int k = 0; k < g->dim; k++)
-        a[k] = d->pos[carlo_cell_slot(g, c, i, k)];
-    double su = 0.0, sw = 0.0;
-    int nq = lj_neighbour_count(g->dim);
-    for (int q = 0; q < nq; q++) {
-        int off[3];
-        float sh[3];
-        offset_of(g->dim, q, off);
-        int64_t cq = carlo_cell_neighbor(g, xyz, off, sh);
-        int n = (int)d->count[cq];
-        for (int j = 0; j < n; j++) {
-            if (cq == c && j == i && off[0] == 0 && off[1] == 0 && off[2] == 0)
-                continue;
-            float b[3] = {0, 0, 0};
-            for (int k = 0; k < g->dim; k++)
-                b[k] = d->pos[carlo_cell_slot(g, cq, j, k)];
-            float u, w;
-            lj_pair_f(lj_cb_r2(a, b, sh), G->rc2, G->ushift, &u, &w);
-            su += (double)u;
-            sw += (double)w;
-        }
-    }
-    *eu = su;
-    *ew = sw;
-}
-
 int lj_cb_fresh(const lj_system *s, const carlo_cell_data *d, double *U, double *W)
 {
     const carlo_cell_grid *g = &s->cb.grid;
@@ -126,17 +90,8 @@ int lj_cb_fresh(const lj_system *s, const carlo_cell_data *d, double *U, double 
     if (!cell)
         return -1;
 #pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t c = 0; c < g->ncells; c++) {
-        double su = 0.0, sw = 0.0;
-        for (int i = 0; i < (int)d->count[c]; i++) {
-            double eu, ew;
-            cb_particle(s, d, c, i, &eu, &ew);
-            su += eu;
-            sw += ew;
-        }
-        cell[2 * c] = su;
-        cell[2 * c + 1] = sw;
-    }
+    for (int64_t c = 0; c < g->ncells; c++)
+        lj_cb_cell_energy(g, &s->cb.geom, d, c, &cell[2 * c], &cell[2 * c + 1]);
     double u = 0.0, w = 0.0;
     for (int64_t c = 0; c < g->ncells; c++) {
         u += cell[2 * c];

@@ -482,6 +482,11 @@ static int cpu_cb_sweeps(lj_system *s, uint64_t n)
     return 0;
 }
 
+static int cpu_cb_fresh(lj_system *s, double *U, double *W)
+{
+    return lj_cb_fresh(s, &impl(s)->cur, U, W);
+}
+
 const lj_backend lj_cpu_backend = {
     .name = "cpu",
     .create = cpu_create,
@@ -494,4 +499,5 @@ const lj_backend lj_cpu_backend = {
     .cb_upload = cpu_cb_upload,
     .cb_download = cpu_cb_download,
     .cb_sweeps = cpu_cb_sweeps,
+    .cb_fresh = cpu_cb_fresh,
 };

@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "core/cells_kernel.h"
 #include "core/rng.h"
 
 #define LJ_PURPOSE_MOVE   0x30u /* decomposition trial moves: step = move counter */
@@ -367,6 +368,44 @@ CARLO_HD void lj_cb_order(uint64_t seed, uint64_t step, uint32_t cell, int n, in
         perm[i] = perm[j];
         perm[j] = t;
     }
+}
+
+/* Cell c's particles against every other particle, in float pair terms summed in double
+ * (each pair is seen from both ends): particles in slot order, neighbours in canonical order. */
+CARLO_HD void lj_cb_cell_energy(const carlo_cell_grid *g, const lj_cbgeom *G,
+                                const carlo_cell_data *d, int64_t c, double *eu, double *ew)
+{
+    int xyz[3];
+    carlo_cell_coords(g, c, xyz);
+    const int nq = lj_neighbour_count(g->dim);
+    double su = 0.0, sw = 0.0;
+    for (int i = 0; i < (int)d->count[c]; i++) {
+        float a[3] = {0, 0, 0};
+        for (int k = 0; k < g->dim; k++)
+            a[k] = d->pos[carlo_cell_slot(g, c, i, k)];
+        double pu = 0.0, pw = 0.0;
+        for (int q = 0; q < nq; q++) {
+            int off[3] = {q % 3 - 1, (q / 3) % 3 - 1, g->dim == 3 ? q / 9 - 1 : 0};
+            float sh[3];
+            int64_t cq = carlo_cell_neighbor(g, xyz, off, sh);
+            int self = off[0] == 0 && off[1] == 0 && off[2] == 0;
+            for (int j = 0; j < (int)d->count[cq]; j++) {
+                if (self && j == i)
+                    continue;
+                float b[3] = {0, 0, 0};
+                for (int k = 0; k < g->dim; k++)
+                    b[k] = d->pos[carlo_cell_slot(g, cq, j, k)];
+                float u, w;
+                lj_pair_f(lj_cb_r2(a, b, sh), G->rc2, G->ushift, &u, &w);
+                pu += (double)u;
+                pw += (double)w;
+            }
+        }
+        su += pu;
+        sw += pw;
+    }
+    *eu = su;
+    *ew = sw;
 }
 
 #endif

@@ -125,8 +125,10 @@ sweeps_chain("gpu/lj/checkerboard-chain-2d", { N = 3000, rho = 0.7, T = 0.6, dim
 sweeps_chain("gpu/lj/checkerboard-chain-shifted-passes", { N = 3000, rho = 0.6, T = 1.0, shift = true,
   passes = 2 }, 20)
 local cbc, cbg = sweeps_chain("gpu/lj/checkerboard-chain-large", { N = 65536, rho = 0.8, T = 1.0 }, 5)
-local r = cbg:recompute()
+local r, rc = cbg:recompute(), cbc:recompute()
 check.ok("gpu/lj/energy-drift-checkerboard", r.drift <= 1e-9, ("drift %g"):format(r.drift))
+check.ok("gpu/lj/checkerboard-recompute", r.U_fresh == rc.U_fresh,
+  ("fresh energy %.17g on the GPU, %.17g on the CPU"):format(r.U_fresh, rc.U_fresh))
 local ra, rb = cbc:sample{ sweeps = 4, every = 2, widom = 100 }, cbg:sample{ sweeps = 4, every = 2, widom = 100 }
 check.ok("gpu/lj/checkerboard-sample", ra.U.mean == rb.U.mean and ra.P.mean == rb.P.mean and
   ra.mu_ex.mean == rb.mu_ex.mean, ("U %.17g vs %.17g"):format(ra.U.mean, rb.U.mean))
