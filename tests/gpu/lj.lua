@@ -60,6 +60,8 @@ for _, k in ipairs{ "persistent", "launch", "graph" } do
 end
 chain("gpu/lj/decomposition-cells-2d", { N = 3000, rho = 0.7, T = 0.6, dim = 2, init = "random" }, 30000)
 chain("gpu/lj/decomposition-shifted", { N = 3000, rho = 0.6, T = 1.0, shift = true }, 20000)
+chain("gpu/lj/decomposition-all-2d", { N = 400, rho = 0.7, T = 0.6, dim = 2, energy_sum = "all",
+  init = "random" }, 10000)
 
 -- all particles on a cooperative grid of many blocks (N > 2048), and a tile count that is
 -- not a power of two
