@@ -134,7 +134,9 @@ int lj_cb_install(lj_system *s, const double *pos)
     int most;
     if (max_count(s, pos, &most))
         return -1;
-    int nmax = 2 * most + 8;
+    /* room for fluctuations; a shift that overfills a cell makes every cell larger. Kept
+     * small: a GPU block stages 27 cells of nmax slots in shared memory */
+    int nmax = most + most / 2 + 8;
     if (nmax > CARLO_CELL_NMAX_LIMIT)
         nmax = CARLO_CELL_NMAX_LIMIT;
     if (most > nmax)
