@@ -212,7 +212,7 @@ __device__ __forceinline__ int apply_cells(const kp &p, int32_t *count, uint32_t
 
 /* Cell counts small enough to live in shared memory during a persistent run (the block is
  * their only writer): one L2 round trip less per move. */
-const int SMEM_COUNTS_MAX = 24576;
+const int SMEM_COUNTS_MAX = 49152; /* 192 KiB: one block per GPU, it may take most of an SM */
 
 template <bool SMEM_COUNTS>
 __global__ void __launch_bounds__(LJ_LANES) cells_moves(kp p, unsigned long long n, int ncell)
