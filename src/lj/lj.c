@@ -741,23 +741,31 @@ static int fresh_now(lj_system *s, double *U, double *W)
     return rc;
 }
 
-int lj_recompute(lj_system *s, double *U_running, double *U_fresh)
+int lj_recompute_w(lj_system *s, double *U_fresh, double *W_fresh)
 {
     if (s->dead)
         return carlo_seterr("this system died on an earlier device error");
     double U, W;
     if (fresh_now(s, &U, &W))
         return -1;
-    double scale = fmax(fabs(U), 1e-300);
-    s->drift = fabs(s->U - U) / scale;
+    double du = fabs(s->U - U) / fmax(fabs(U), 1e-300);
+    double dw = fabs(s->W - W) / fmax(fabs(W), 1e-300);
+    s->drift = du > dw ? du : dw;
     s->checks++;
     if (s->drift > s->drift_max)
         s->drift_max = s->drift;
-    if (U_running)
-        *U_running = s->U;
     if (U_fresh)
         *U_fresh = U;
+    if (W_fresh)
+        *W_fresh = W;
     return 0;
+}
+
+int lj_recompute(lj_system *s, double *U_running, double *U_fresh)
+{
+    if (U_running)
+        *U_running = s->U;
+    return lj_recompute_w(s, U_fresh, NULL);
 }
 
 /* Moves until the next stop (the end, a callback, a check, a progress/Ctrl-C poll), in moves. */

@@ -187,8 +187,10 @@ int lj_observe(lj_system *s, lj_obs *o);
 /* From-scratch energy and virial of a configuration (positions N x 3), in an order that does
  * not depend on the thread count. */
 int lj_energy_fresh(const lj_system *s, const double *pos, double *U, double *W);
-/* Recompute, compare with the running sums (s->drift, s->drift_max) and report both. */
+/* Recompute, compare with the running sums (s->drift, s->drift_max: the larger relative
+ * difference of energy and virial) and report the energies (and virials when W_fresh). */
 int lj_recompute(lj_system *s, double *U_running, double *U_fresh);
+int lj_recompute_w(lj_system *s, double *U_fresh, double *W_fresh);
 
 /* Widom: the mean Boltzmann factor of n insertions (mu_ex = -T ln of it). */
 int lj_widom(lj_system *s, uint32_t n, double *mean_boltzmann);

@@ -359,16 +359,19 @@ static int l_observe(lua_State *L)
     return 1;
 }
 
-/* sys:recompute() -> { U_running =, U_fresh =, drift = } (totals, not per particle) */
+/* sys:recompute() -> { U_running =, U_fresh =, W_running =, W_fresh =, drift = } (totals,
+ * not per particle; drift: the larger relative difference of energy and virial) */
 static int l_recompute(lua_State *L)
 {
     lj_system *s = check(L, 1);
-    double run, fresh;
-    if (lj_recompute(s, &run, &fresh))
+    double run = s->U, wrun = s->W, fresh, wfresh;
+    if (lj_recompute_w(s, &fresh, &wfresh))
         return carlo_raise(L, "lj:recompute");
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 5);
     setnum(L, "U_running", run);
     setnum(L, "U_fresh", fresh);
+    setnum(L, "W_running", wrun);
+    setnum(L, "W_fresh", wfresh);
     setnum(L, "drift", s->drift);
     return 1;
 }
