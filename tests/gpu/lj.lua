@@ -129,7 +129,7 @@ sweeps_chain("gpu/lj/checkerboard-chain-shifted-passes", { N = 3000, rho = 0.6, 
 local cbc, cbg = sweeps_chain("gpu/lj/checkerboard-chain-large", { N = 65536, rho = 0.8, T = 1.0 }, 5)
 local r, rc = cbg:recompute(), cbc:recompute()
 check.ok("gpu/lj/energy-drift-checkerboard", r.drift <= 1e-9, ("drift %g"):format(r.drift))
-check.ok("gpu/lj/checkerboard-recompute", r.U_fresh == rc.U_fresh,
+check.ok("gpu/lj/checkerboard-recompute", r.U_fresh == rc.U_fresh and r.W_fresh == rc.W_fresh,
   ("fresh energy %.17g on the GPU, %.17g on the CPU"):format(r.U_fresh, rc.U_fresh))
 local ra, rb = cbc:sample{ sweeps = 4, every = 2, widom = 100 }, cbg:sample{ sweeps = 4, every = 2, widom = 100 }
 check.ok("gpu/lj/checkerboard-sample", ra.U.mean == rb.U.mean and ra.P.mean == rb.P.mean and
