@@ -54,8 +54,8 @@ static carlo_device_kind resolve_device(lua_State *L, const char *where, const c
 
 /* ---------- the constructor ---------- */
 
-/* box = L (a cube or square of dim dimensions) or { Lx, Ly [, Lz] }: returns its dimension
- * (0 for a number). */
+/* box = L (a cube or square), { Lx, Ly [, Lz] } or the six GSD numbers { Lx, Ly, Lz, xy, xz,
+ * yz } (untilted; Lz = 0 means 2D): returns its dimension (0 for a number). */
 static int read_box(lua_State *L, int idx, const char *where, const char *key, double box[3])
 {
     int t = lua_getfield(L, idx, key);
@@ -68,20 +68,31 @@ static int read_box(lua_State *L, int idx, const char *where, const char *key, d
         box[0] = box[1] = box[2] = v;
     } else if (t == LUA_TTABLE) {
         n = (int)lua_rawlen(L, -1);
-        if (n != 2 && n != 3)
-            luaL_error(L, "%s: %s must list 2 or 3 lengths (got %d)", where, key, n);
+        if (n != 2 && n != 3 && n != 6)
+            luaL_error(L, "%s: %s must list 2 or 3 lengths, or the six GSD numbers (got %d)", where,
+                       key, n);
+        double v6[6] = {0, 0, 0, 0, 0, 0};
         for (int a = 0; a < n; a++) {
             lua_rawgeti(L, -1, a + 1);
             int isnum;
-            double v = lua_tonumberx(L, -1, &isnum);
-            if (!isnum || !(v > 0) || !isfinite(v))
-                luaL_error(L, "%s: %s[%d] must be a number > 0 (got %s)", where, key, a + 1,
+            v6[a] = lua_tonumberx(L, -1, &isnum);
+            if (!isnum || !isfinite(v6[a]))
+                luaL_error(L, "%s: %s[%d] must be a finite number (got %s)", where, key, a + 1,
                            luaL_tolstring(L, -1, NULL));
-            box[a] = v;
             lua_pop(L, 1);
         }
-        if (n == 2)
-            box[2] = 1.0;
+        if (n == 6) {
+            if (v6[3] != 0 || v6[4] != 0 || v6[5] != 0)
+                luaL_error(L, "%s: %s: tilted boxes are not supported (xy = xz = yz = 0 required)",
+                           where, key);
+            n = v6[2] == 0 ? 2 : 3;
+        }
+        for (int a = 0; a < n; a++)
+            if (!(v6[a] > 0))
+                luaL_error(L, "%s: %s[%d] must be a number > 0 (got %g)", where, key, a + 1, v6[a]);
+        box[0] = v6[0];
+        box[1] = v6[1];
+        box[2] = n == 3 ? v6[2] : 1.0;
     } else {
         luaL_error(L, "%s: %s must be a number > 0 or a list of 2 or 3 numbers > 0 (got a %s)",
                    where, key, lua_typename(L, t));
@@ -107,6 +118,7 @@ static int l_lj(lua_State *L)
     lua_pop(L, 1);
     int dim = 0;
     double *positions = NULL;
+    uint64_t snap_step = 0;
     if (snapshot) {
         if (carlo_arg_has(L, 1, "rho") || carlo_arg_has(L, 1, "box"))
             return luaL_error(L, "%s: %s: the box comes from the snapshot given as init", where,
@@ -135,9 +147,21 @@ static int l_lj(lua_State *L)
             }
         dim = read_box(L, snap, where, "box", p.box); /* the arrays stay on the stack */
         if (dim == 0)
-            return luaL_error(L, "%s: init.box must list the 2 or 3 box lengths", where);
+            return luaL_error(L, "%s: init.box must list the 2 or 3 box lengths (or six GSD "
+                                 "numbers)", where);
+        if (lua_getfield(L, snap, "dimensions") != LUA_TNIL && lua_tointeger(L, -1) != dim)
+            return luaL_error(L, "%s: init.dimensions does not match init.box", where);
+        lua_pop(L, 1);
         if (cols == 2 && dim == 3)
             return luaL_error(L, "%s: init.position has 2 columns but init.box 3 lengths", where);
+        if (lua_getfield(L, snap, "step") != LUA_TNIL) {
+            int isint;
+            lua_Integer st = lua_tointegerx(L, -1, &isint);
+            if (!isint || st < 0)
+                return luaL_error(L, "%s: init.step must be an integer >= 0", where);
+            snap_step = (uint64_t)st;
+        }
+        lua_pop(L, 1);
         if (carlo_arg_has(L, 1, "N") &&
             carlo_arg_int(L, 1, where, "N", 1, 0, 2, LJ_N_MAX) != (int64_t)p.N)
             return luaL_error(L, "%s: N must match the snapshot's %u particles", where, p.N);
@@ -201,6 +225,10 @@ static int l_lj(lua_State *L)
     lj_system *s = lj_create(&p);
     if (!s)
         return carlo_raise(L, where);
+    /* a snapshot's step carries on (trajectories continue their numbering) */
+    s->step = snap_step;
+    if (s->mode == LJ_DECOMPOSITION)
+        s->moves = snap_step * s->N;
     push_system(L, s);
     return 1;
 }
@@ -566,29 +594,30 @@ static int l_sample(lua_State *L)
     return 1;
 }
 
-/* sys:snapshot() -> { position = f64 N x 3 in [0, L), box = { Lx, Ly, Lz }, step =, N =, dim = } */
+/* sys:snapshot() -> { position = f64 N x 3 in [-L/2, L/2) (z = 0 in 2D), box = the six GSD
+ * numbers, step =, dimensions =, N = }: the hard particles' form, positions in double */
 static int l_snapshot(lua_State *L)
 {
     lj_system *s = check(L, 1);
     lua_createtable(L, 0, 5);
-    carlo_array *a = carlo_array_push(L, CARLO_F64, s->N, s->dim);
+    carlo_array *a = carlo_array_push(L, CARLO_F64, s->N, 3);
     double *pos = (double *)lua_newuserdatauv(L, sizeof(double) * 3 * s->N, 0);
     if (lj_positions(s, pos))
         return carlo_raise(L, "lj:snapshot");
     for (uint32_t i = 0; i < s->N; i++)
-        for (int c = 0; c < s->dim; c++)
-            ((double *)a->data)[(size_t)i * s->dim + c] = pos[3 * i + c];
+        for (int c = 0; c < 3; c++)
+            ((double *)a->data)[3 * (size_t)i + c] = c < s->dim ? pos[3 * i + c] - s->g.half[c] : 0.0;
     lua_pop(L, 1);
     lua_setfield(L, -2, "position");
-    lua_createtable(L, s->dim, 0);
-    for (int c = 0; c < s->dim; c++) {
-        lua_pushnumber(L, s->g.L[c]);
+    lua_createtable(L, 6, 0);
+    for (int c = 0; c < 6; c++) {
+        lua_pushnumber(L, c < s->dim ? s->g.L[c] : 0.0);
         lua_rawseti(L, -2, c + 1);
     }
     lua_setfield(L, -2, "box");
     setint(L, "step", s->step);
     setint(L, "N", s->N);
-    setint(L, "dim", (uint64_t)s->dim);
+    setint(L, "dimensions", (uint64_t)s->dim);
     return 1;
 }
 
