@@ -11,6 +11,7 @@
 #include "core/core_lua.h"
 #include "core/device.h"
 #include "hard/hard_lua.h"
+#include "lj/lj_lua.h"
 #include "potts/potts_lua.h"
 #include "traj/traj_lua.h"
 #include "runtime.h"
@@ -26,6 +27,7 @@ static void (*const openers[])(lua_State *L) = {
     potts_lua_open,
     traj_lua_open,
     hard_lua_open,
+    lj_lua_open,
 };
 
 struct carlo_lua_source {

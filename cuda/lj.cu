@@ -1,0 +1,1383 @@
+/* lj.cu — the CUDA backend of the Lennard-Jones model, decomposition mode: every trial move's
+ * energy summed on the device in the canonical order of src/lj/lj_kernel.h, the Metropolis
+ * decision and the update made on the device, no host round trip per move.
+ *
+ * Kernels (the chain is the same with each; sys.kernel picks one for benchmarks):
+ *   persistent  cells: one block of LJ_LANES threads runs many moves, each thread a lane;
+ *               all: a cooperative grid, each block a set of tiles (positions cached in
+ *               shared memory), one grid barrier per move; one block for small N.
+ *   launch      one launch per move; for all, the last block to finish reduces the tile
+ *               sums and decides (Hailat et al., Algorithm 3).
+ *   graph       the per-move launches recorded once in a CUDA graph and replayed.
+ * Device-side state (U, W, move counter, acceptances, an overflow flag) lives in one struct
+ * the kernels update; the host reads it back once per call of the backend.
+ *
+ * Checkerboard mode: one block per active cell (lanes = 32, 64 or 128 threads, each a lane of
+ * the canonical sum of lj_kernel.h), the cell's neighbourhood staged in shared memory, its
+ * particles moved in the order lj_cb_order gives; the cell shift of core/cells_kernel.h, one
+ * thread per cell into a second buffer. The set order and the shift are drawn on the host,
+ * as the CPU backend draws them. */
+#include <cooperative_groups.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "core/error.h"
+#include "lj/lj.h"
+}
+#include "check.h"
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+/* Four doubles in one 32-byte aligned record: a cell slot (x, y, z, index) or a tile's sums. */
+struct __align__(32) d4 {
+    double x, y, z, w;
+};
+
+__host__ __device__ __forceinline__ d4 mk4(double x, double y, double z, double w)
+{
+    d4 r;
+    r.x = x;
+    r.y = y;
+    r.z = z;
+    r.w = w;
+    return r;
+}
+
+const unsigned FULL = 0xffffffffu;
+const int GRAPH_MOVES = 256; /* launches recorded in one graph */
+
+struct dev_state {
+    double U, W;
+    unsigned long long moves;    /* number of the next move */
+    unsigned long long accepted; /* during this call */
+    int status;                  /* 1: a cell list was full; stopped before move `moves`
+                                    (checkerboard: a cell shift overfilled a cell) */
+    unsigned int blocks_done;    /* the launch variant's last-block ticket */
+    unsigned long long fail_sweep; /* checkerboard: the sweep whose shift overfilled */
+};
+
+/* What every kernel needs, passed by value. */
+struct kp {
+    lj_geom g;
+    unsigned long long seed;
+    uint32_t N, C, G, Gp;
+    double beta, delta;
+    int dim, nq, cap;
+    double *x, *y, *z;
+    int32_t *count;
+    d4 *slot; /* cell c, member m: slot[c * cap + m] = x, y, z, index */
+    int32_t *cell_of, *slot_of;
+    dev_state *st;
+    d4 *partial; /* [2][LJ_TILES_MAX] tile sums (u old, w old, u new, w new) */
+};
+
+struct gpu_impl {
+    double *x, *y, *z;
+    int32_t *count, *cell_of, *slot_of;
+    d4 *slot;
+    int cap;
+    dev_state *st;
+    d4 *partial;
+    double *widom;
+    uint32_t widom_cap;
+    double *host; /* staging, 4 N doubles */
+    cudaGraphExec_t graph;
+    int graph_ok;
+    double graph_beta, graph_delta; /* the graph's kernels carry these by value: */
+    int graph_cap;                  /* record again when they change */
+    int coop_blocks;
+    size_t coop_smem;
+    /* checkerboard: the cells (and the shift's second buffer) and the per-cell sums */
+    carlo_cell_data cur, tmp;
+    double *acc_u, *acc_w;
+};
+
+gpu_impl *impl(lj_system *s) { return static_cast<gpu_impl *>(s->impl); }
+
+/* ---------- device helpers ---------- */
+
+/* A d4 read through L2 only (other blocks wrote it; this SM's L1 may hold a stale line). */
+__device__ __forceinline__ d4 ldcg4(const d4 *q)
+{
+    const double2 *h = reinterpret_cast<const double2 *>(q);
+    double2 a = __ldcg(h), b = __ldcg(h + 1);
+    return mk4(a.x, a.y, b.x, b.y);
+}
+
+/* The halving tree over the block's LJ_LANES lanes for four sums; thread 0 gets the result.
+ * Strides 64 and 32 through shared memory, 16 ... 1 by shuffles: the same additions, in the
+ * same order, as lj_tree on the host. */
+__device__ __forceinline__ void block_tree4(double v[4], double (*sm)[LJ_LANES])
+{
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+        sm[q][t] = v[q];
+    __syncthreads();
+    if (t < 64)
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            sm[q][t] = sm[q][t] + sm[q][t + 64];
+    __syncthreads();
+    if (t < 32) {
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            v[q] = sm[q][t] + sm[q][t + 32];
+#pragma unroll
+        for (int s = 16; s > 0; s >>= 1)
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                v[q] = v[q] + __shfl_down_sync(FULL, v[q], s);
+    }
+}
+
+/* One warp: the neighbour cells of `cell` and the prefix offsets of their member counts. */
+__device__ __forceinline__ void prepare_list(const kp &p, const int32_t *count, int cell,
+                                             int *cells, int *off)
+{
+    const int lane = threadIdx.x & 31;
+    int cnt = 0;
+    if (lane < p.nq) {
+        int c = lj_cell_neighbour(&p.g, cell, lane);
+        cells[lane] = c;
+        cnt = count[c];
+    }
+    int v = cnt;
+#pragma unroll
+    for (int s = 1; s < 32; s <<= 1) {
+        int y = __shfl_up_sync(FULL, v, s);
+        if (lane >= s)
+            v += y;
+    }
+    if (lane < p.nq)
+        off[lane + 1] = v;
+    if (lane == 0)
+        off[0] = 0;
+}
+
+/* This thread's lane of a cell-list sum: candidates k = lane, lane + LJ_LANES, ...; position a
+ * into acc_a and, when b is given, position b into acc_b. */
+__device__ __forceinline__ void scan_list(const kp &p, const int *cells, const int *off,
+                                          const double a[3], lj_uw *acc_a, const double *b,
+                                          lj_uw *acc_b, uint32_t skip)
+{
+    const int M = off[p.nq];
+    int q = 0;
+    for (int k = threadIdx.x; k < M; k += LJ_LANES) {
+        while (off[q + 1] <= k)
+            q++;
+        d4 e = p.slot[(size_t)cells[q] * p.cap + (k - off[q])];
+        if ((uint32_t)e.w == skip)
+            continue;
+        lj_accumulate(&p.g, a, e.x, e.y, e.z, acc_a);
+        if (b)
+            lj_accumulate(&p.g, b, e.x, e.y, e.z, acc_b);
+    }
+}
+
+/* Thread 0: apply an accepted move to positions and cell lists (the last member of the old
+ * cell fills the hole, the particle is appended to the new cell). Returns 0 when the new
+ * cell is full: nothing is changed then. */
+__device__ __forceinline__ int apply_cells(const kp &p, int32_t *count, uint32_t i, int co,
+                                           int cn, const double np[3])
+{
+    if (cn != co) {
+        if (count[cn] == p.cap)
+            return 0;
+        int last = count[co] - 1, si = p.slot_of[i];
+        if (si != last) {
+            d4 e = p.slot[(size_t)co * p.cap + last];
+            p.slot[(size_t)co * p.cap + si] = e;
+            p.slot_of[(uint32_t)e.w] = si;
+        }
+        count[co] = last;
+        int sn = count[cn];
+        count[cn] = sn + 1;
+        p.cell_of[i] = cn;
+        p.slot_of[i] = sn;
+    }
+    p.slot[(size_t)cn * p.cap + p.slot_of[i]] = mk4(np[0], np[1], np[2], (double)i);
+    p.x[i] = np[0];
+    p.y[i] = np[1];
+    p.z[i] = np[2];
+    return 1;
+}
+
+/* ---------- cells: one block, many moves ---------- */
+
+/* Cell counts small enough to live in shared memory during a persistent run (the block is
+ * their only writer): one L2 round trip less per move. */
+const int SMEM_COUNTS_MAX = 49152; /* 192 KiB: one block per GPU, it may take most of an SM */
+
+template <bool SMEM_COUNTS>
+__global__ void __launch_bounds__(LJ_LANES) cells_moves(kp p, unsigned long long n, int ncell)
+{
+    extern __shared__ int32_t counts_sm[];
+    __shared__ double sm[4][LJ_LANES];
+    __shared__ int cells[2][32], off[2][33];
+    __shared__ int stop;
+    const int t = threadIdx.x;
+    if (p.st->status)
+        return;
+    int32_t *count = p.count;
+    if (SMEM_COUNTS) {
+        for (int c = t; c < ncell; c += LJ_LANES)
+            counts_sm[c] = p.count[c];
+        count = counts_sm;
+    }
+    const unsigned long long first = p.st->moves;
+    double U = p.st->U, W = p.st->W;
+    unsigned long long acc = 0, k = 0;
+    if (t == 0)
+        stop = 0;
+    __syncthreads();
+    for (; k < n; k++) {
+        lj_trial tr = lj_draw_trial(p.seed, first + k, p.N, p.delta, p.dim);
+        const uint32_t i = tr.i;
+        const double o[3] = {p.x[i], p.y[i], p.z[i]};
+        const int co = p.cell_of[i];
+        double np[3];
+#pragma unroll
+        for (int a = 0; a < 3; a++)
+            np[a] = lj_wrap(o[a] + tr.d[a], p.g.L[a]);
+        const int cn = lj_cell_of(&p.g, np[0], np[1], np[2]);
+        if (t < 32)
+            prepare_list(p, count, co, cells[0], off[0]);
+        else if (t < 64 && cn != co)
+            prepare_list(p, count, cn, cells[1], off[1]);
+        __syncthreads();
+        lj_uw ao = {0.0, 0.0}, an = {0.0, 0.0};
+        if (cn == co) {
+            scan_list(p, cells[0], off[0], o, &ao, np, &an, i);
+        } else {
+            scan_list(p, cells[0], off[0], o, &ao, NULL, NULL, i);
+            scan_list(p, cells[1], off[1], np, &an, NULL, NULL, i);
+        }
+        double v[4] = {ao.u, ao.w, an.u, an.w};
+        block_tree4(v, sm);
+        if (t == 0) {
+            double dU = v[2] - v[0];
+            if (lj_accept(dU, p.beta, tr.u)) {
+                if (apply_cells(p, count, i, co, cn, np)) {
+                    U = U + dU;
+                    W = W + (v[3] - v[1]);
+                    acc++;
+                } else {
+                    stop = 1;
+                }
+            }
+        }
+        __syncthreads();
+        if (stop)
+            break;
+    }
+    if (SMEM_COUNTS)
+        for (int c = t; c < ncell; c += LJ_LANES)
+            p.count[c] = counts_sm[c];
+    if (t == 0) {
+        p.st->U = U;
+        p.st->W = W;
+        p.st->moves = first + k;
+        p.st->accepted += acc;
+        if (stop)
+            p.st->status = 1;
+    }
+}
+
+/* ---------- all particles ---------- */
+
+/* This block's lanes over tile g for positions o and np (particle `skip` left out). */
+template <bool CACHED>
+__device__ __forceinline__ void tile_lanes(const kp &p, uint32_t g, const double *cache,
+                                           const double o[3], const double np[3], uint32_t skip,
+                                           double v[4])
+{
+    lj_uw ao = {0.0, 0.0}, an = {0.0, 0.0};
+    const uint32_t base = g * LJ_LANES * p.C, span = LJ_LANES * p.C;
+    for (uint32_t c = 0; c < p.C; c++) {
+        uint32_t j = base + c * LJ_LANES + threadIdx.x;
+        if (j >= p.N || j == skip)
+            continue;
+        double x, y, z;
+        if (CACHED) {
+            uint32_t l = j - base;
+            x = cache[l];
+            y = cache[span + l];
+            z = cache[2 * span + l];
+        } else {
+            x = __ldcg(p.x + j);
+            y = __ldcg(p.y + j);
+            z = __ldcg(p.z + j);
+        }
+        lj_accumulate(&p.g, o, x, y, z, &ao);
+        lj_accumulate(&p.g, np, x, y, z, &an);
+    }
+    v[0] = ao.u;
+    v[1] = ao.w;
+    v[2] = an.u;
+    v[3] = an.w;
+}
+
+/* The tile tree over Gp entries in shared memory (entries >= G are 0); result in ts[0]. */
+__device__ __forceinline__ void tile_tree(d4 *ts, uint32_t Gp)
+{
+    for (uint32_t s = Gp / 2; s > 0; s >>= 1) {
+        for (uint32_t q = threadIdx.x; q < s; q += LJ_LANES) {
+            d4 a = ts[q], b = ts[q + s];
+            ts[q] = mk4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+        }
+        __syncthreads();
+    }
+}
+
+/* Persistent moves over all particles. Block b owns tiles b, b + nb, ...; with CACHED their
+ * positions sit in shared memory and only the owner writes them. A block other than the
+ * owner reads the moved particle from L2 (after the grid barrier that follows its last
+ * update), or from its own registers when the previous move moved the same particle. */
+template <bool CACHED>
+__global__ void __launch_bounds__(LJ_LANES) all_moves(kp p, unsigned long long n)
+{
+    extern __shared__ double cache[]; /* per owned tile: x[span], y[span], z[span] */
+    __shared__ double sm[4][LJ_LANES];
+    __shared__ d4 ts[LJ_TILES_MAX];
+    cg::grid_group grid = cg::this_grid();
+    const uint32_t nb = gridDim.x, b = blockIdx.x, t = threadIdx.x;
+    const uint32_t span = LJ_LANES * p.C;
+    const unsigned long long first = p.st->moves;
+    double U = p.st->U, W = p.st->W;
+    unsigned long long acc = 0;
+    if (CACHED)
+        for (uint32_t g = b, r = 0; g < p.G; g += nb, r++)
+            for (uint32_t l = t; l < span; l += LJ_LANES) {
+                uint32_t j = g * span + l;
+                double *c = cache + (size_t)r * 3 * span;
+                c[l] = j < p.N ? p.x[j] : 0.0;
+                c[span + l] = j < p.N ? p.y[j] : 0.0;
+                c[2 * span + l] = j < p.N ? p.z[j] : 0.0;
+            }
+    __syncthreads();
+    uint32_t last_i = 0xffffffffu;
+    double last_p[3] = {0.0, 0.0, 0.0};
+    for (unsigned long long k = 0; k < n; k++) {
+        lj_trial tr = lj_draw_trial(p.seed, first + k, p.N, p.delta, p.dim);
+        const uint32_t i = tr.i, gi = i / span, owner = gi % nb;
+        double o[3];
+        if (i == last_i) {
+            o[0] = last_p[0];
+            o[1] = last_p[1];
+            o[2] = last_p[2];
+        } else if (CACHED && owner == b) {
+            const double *c = cache + (size_t)(gi / nb) * 3 * span;
+            uint32_t l = i - gi * span;
+            o[0] = c[l];
+            o[1] = c[span + l];
+            o[2] = c[2 * span + l];
+        } else {
+            o[0] = __ldcg(p.x + i);
+            o[1] = __ldcg(p.y + i);
+            o[2] = __ldcg(p.z + i);
+        }
+        double np[3];
+#pragma unroll
+        for (int a = 0; a < 3; a++)
+            np[a] = lj_wrap(o[a] + tr.d[a], p.g.L[a]);
+        d4 *part = p.partial + (k & 1) * LJ_TILES_MAX;
+        for (uint32_t g = b, r = 0; g < p.G; g += nb, r++) {
+            double v[4];
+            tile_lanes<CACHED>(p, g, cache + (size_t)r * 3 * span, o, np, i, v);
+            block_tree4(v, sm);
+            if (t == 0)
+                part[g] = mk4(v[0], v[1], v[2], v[3]);
+            __syncthreads();
+        }
+        if (nb > 1)
+            grid.sync();
+        for (uint32_t q = t; q < p.Gp; q += LJ_LANES)
+            ts[q] = q < p.G ? ldcg4(part + q) : mk4(0.0, 0.0, 0.0, 0.0);
+        __syncthreads();
+        tile_tree(ts, p.Gp);
+        const d4 tot = ts[0];
+        const double dU = tot.z - tot.x;
+        const int ok = lj_accept(dU, p.beta, tr.u);
+        if (ok) {
+            if (owner == b && t == 0) {
+                if (CACHED) {
+                    double *c = cache + (size_t)(gi / nb) * 3 * span;
+                    uint32_t l = i - gi * span;
+                    c[l] = np[0];
+                    c[span + l] = np[1];
+                    c[2 * span + l] = np[2];
+                }
+                p.x[i] = np[0];
+                p.y[i] = np[1];
+                p.z[i] = np[2];
+            }
+            U = U + dU;
+            W = W + (tot.w - tot.y);
+            acc++;
+        }
+        /* the owner's write of an accepted move is visible to all blocks after the next
+         * barrier; until then every block uses its own copy */
+        last_i = ok ? i : 0xffffffffu;
+        last_p[0] = np[0];
+        last_p[1] = np[1];
+        last_p[2] = np[2];
+        __syncthreads(); /* ts and the cache are read again next move */
+    }
+    if (b == 0 && t == 0) {
+        p.st->U = U;
+        p.st->W = W;
+        p.st->moves = first + n;
+        p.st->accepted += acc;
+    }
+}
+
+/* One move per launch; block g computes tile g, the last block to finish decides. */
+__global__ void __launch_bounds__(LJ_LANES) all_one_move(kp p)
+{
+    __shared__ double sm[4][LJ_LANES];
+    __shared__ d4 ts[LJ_TILES_MAX];
+    __shared__ int last;
+    const uint32_t t = threadIdx.x;
+    const unsigned long long move = p.st->moves;
+    lj_trial tr = lj_draw_trial(p.seed, move, p.N, p.delta, p.dim);
+    const uint32_t i = tr.i;
+    const double o[3] = {p.x[i], p.y[i], p.z[i]};
+    double np[3];
+#pragma unroll
+    for (int a = 0; a < 3; a++)
+        np[a] = lj_wrap(o[a] + tr.d[a], p.g.L[a]);
+    double v[4];
+    tile_lanes<false>(p, blockIdx.x, NULL, o, np, i, v);
+    block_tree4(v, sm);
+    if (t == 0) {
+        p.partial[blockIdx.x] = mk4(v[0], v[1], v[2], v[3]);
+        __threadfence();
+        last = atomicAdd(&p.st->blocks_done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    for (uint32_t q = t; q < p.Gp; q += LJ_LANES)
+        ts[q] = q < p.G ? ldcg4(p.partial + q) : mk4(0.0, 0.0, 0.0, 0.0);
+    __syncthreads();
+    tile_tree(ts, p.Gp);
+    if (t == 0) {
+        const d4 tot = ts[0];
+        const double dU = tot.z - tot.x;
+        if (lj_accept(dU, p.beta, tr.u)) {
+            p.x[i] = np[0];
+            p.y[i] = np[1];
+            p.z[i] = np[2];
+            p.st->U = p.st->U + dU;
+            p.st->W = p.st->W + (tot.w - tot.y);
+            p.st->accepted += 1;
+        }
+        p.st->moves = move + 1;
+        p.st->blocks_done = 0;
+    }
+}
+
+/* ---------- Widom insertions: one block per test particle ---------- */
+
+__global__ void __launch_bounds__(LJ_LANES) widom_kernel(kp p, int cells_sum,
+                                                         unsigned long long sample, double tail,
+                                                         double *out)
+{
+    __shared__ double sm[4][LJ_LANES];
+    __shared__ d4 ts[LJ_TILES_MAX];
+    __shared__ int cells[32], off[33];
+    const uint32_t k = blockIdx.x, t = threadIdx.x;
+    double pos[3];
+    lj_widom_position(&p.g, p.seed, sample, k, pos);
+    double eu;
+    if (cells_sum) {
+        if (t < 32)
+            prepare_list(p, p.count, lj_cell_of(&p.g, pos[0], pos[1], pos[2]), cells, off);
+        __syncthreads();
+        lj_uw a = {0.0, 0.0};
+        scan_list(p, cells, off, pos, &a, NULL, NULL, 0xffffffffu);
+        double v[4] = {a.u, a.w, 0.0, 0.0};
+        block_tree4(v, sm);
+        eu = v[0];
+    } else {
+        for (uint32_t g = 0; g < p.G; g++) {
+            double v[4];
+            tile_lanes<false>(p, g, NULL, pos, pos, 0xffffffffu, v);
+            block_tree4(v, sm);
+            if (t == 0)
+                ts[g] = mk4(v[0], v[1], 0.0, 0.0);
+            __syncthreads();
+        }
+        for (uint32_t q = p.G + t; q < p.Gp; q += LJ_LANES)
+            ts[q] = mk4(0.0, 0.0, 0.0, 0.0);
+        __syncthreads();
+        tile_tree(ts, p.Gp);
+        eu = ts[0].x;
+    }
+    if (t == 0)
+        out[k] = lj_widom_factor(eu, tail, p.beta);
+}
+
+/* ---------- host side ---------- */
+
+kp params(lj_system *s)
+{
+    gpu_impl *g = impl(s);
+    kp p;
+    memset(&p, 0, sizeof p);
+    p.g = s->g;
+    p.seed = s->seed;
+    p.N = s->N;
+    lj_tiles(s->N, &p.C, &p.G);
+    p.Gp = lj_pow2_at_least(p.G);
+    p.beta = s->beta;
+    p.delta = s->delta;
+    p.dim = s->dim;
+    p.nq = lj_neighbour_count(s->dim);
+    p.cap = g->cap;
+    p.x = g->x;
+    p.y = g->y;
+    p.z = g->z;
+    p.count = g->count;
+    p.slot = g->slot;
+    p.cell_of = g->cell_of;
+    p.slot_of = g->slot_of;
+    p.st = g->st;
+    p.partial = g->partial;
+    return p;
+}
+
+void free_cells(gpu_impl *g)
+{
+    cudaFree(g->count);
+    cudaFree(g->slot);
+    cudaFree(g->cell_of);
+    cudaFree(g->slot_of);
+    g->count = g->cell_of = g->slot_of = NULL;
+    g->slot = NULL;
+}
+
+void drop_graph(gpu_impl *g)
+{
+    if (g->graph_ok)
+        cudaGraphExecDestroy(g->graph);
+    g->graph_ok = 0;
+}
+
+int gpu_create(lj_system *s)
+{
+    gpu_impl *g = static_cast<gpu_impl *>(carlo_calloc(1, sizeof(gpu_impl), "the Lennard-Jones GPU backend"));
+    if (!g)
+        return -1;
+    s->impl = g;
+    CK_MALLOC(&g->st, sizeof(dev_state), "the move state");
+    CK(cudaMemset(g->st, 0, sizeof(dev_state)));
+    if (s->mode == LJ_CHECKERBOARD)
+        return 0; /* the cells come with cb_upload */
+    size_t n = s->N;
+    CK_MALLOC(&g->x, n * sizeof(double), "positions");
+    CK_MALLOC(&g->y, n * sizeof(double), "positions");
+    CK_MALLOC(&g->z, n * sizeof(double), "positions");
+    CK_MALLOC(&g->partial, 2 * LJ_TILES_MAX * sizeof(d4), "tile sums");
+    g->host = static_cast<double *>(carlo_malloc(carlo_mulsize(n, 4 * sizeof(double)), "a staging buffer"));
+    if (!g->host)
+        return -1;
+    if (s->sum == LJ_SUM_ALL) {
+        /* the cooperative grid: as many blocks as tiles, as far as they can all be resident */
+        uint32_t C, G;
+        lj_tiles(s->N, &C, &G);
+        int dev = 0, sms = 0, coop = 0;
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+        /* one block for small systems (no grid barrier); otherwise one block per tile with
+         * its positions in shared memory, or, when they do not fit, as many blocks as can be
+         * resident reading positions through L2 */
+        uint32_t nb = s->N <= 2048 || !coop ? 1 : G;
+        size_t smem = (size_t)((G + nb - 1) / nb) * 3 * LJ_LANES * C * sizeof(double);
+        int fits = 0;
+        if (smem <= 160 * 1024) {
+            CK(cudaFuncSetAttribute(all_moves<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem));
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, all_moves<true>, LJ_LANES, smem));
+        }
+        if (fits > 0 && nb <= (uint32_t)fits * (uint32_t)sms) {
+            g->coop_blocks = (int)nb;
+            g->coop_smem = smem;
+        } else {
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, all_moves<false>, LJ_LANES, 0));
+            uint32_t most = (uint32_t)(fits > 0 ? fits : 1) * (uint32_t)sms;
+            g->coop_blocks = (int)(!coop ? 1 : (G < most ? G : most));
+            g->coop_smem = 0;
+        }
+    }
+    return 0;
+}
+
+void gpu_destroy(lj_system *s)
+{
+    gpu_impl *g = impl(s);
+    if (!g)
+        return;
+    drop_graph(g);
+    cudaFree(g->x);
+    cudaFree(g->y);
+    cudaFree(g->z);
+    free_cells(g);
+    cudaFree(g->st);
+    cudaFree(g->partial);
+    cudaFree(g->widom);
+    free(g->host);
+    cudaFree(g->cur.pos);
+    cudaFree(g->cur.aux);
+    cudaFree(g->cur.count);
+    cudaFree(g->tmp.pos);
+    cudaFree(g->tmp.aux);
+    cudaFree(g->tmp.count);
+    cudaFree(g->acc_u);
+    cudaFree(g->acc_w);
+    free(g);
+    s->impl = NULL;
+}
+
+int upload_cells(lj_system *s, const double *pos, const int32_t *order, const int32_t *count,
+                 int cap)
+{
+    gpu_impl *g = impl(s);
+    drop_graph(g);
+    free_cells(g);
+    size_t nc = (size_t)s->ncell, cells = carlo_mulsize(nc, (size_t)cap);
+    d4 *slot = static_cast<d4 *>(carlo_calloc(cells, sizeof(d4), "cell lists"));
+    int32_t *aux = static_cast<int32_t *>(carlo_malloc(sizeof(int32_t) * 2 * s->N, "cell lists"));
+    if (!slot || !aux) {
+        free(slot);
+        free(aux);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t c = 0; c < nc; c++)
+        for (int32_t m = 0; m < count[c]; m++, k++) {
+            int32_t i = order[k];
+            slot[c * (size_t)cap + (size_t)m] = mk4(pos[3 * i], pos[3 * i + 1], pos[3 * i + 2], (double)i);
+            aux[i] = (int32_t)c;
+            aux[s->N + i] = m;
+        }
+    int rc = carlo_cuda_malloc((void **)&g->count, nc * sizeof(int32_t), "cell counts", __FILE__, __LINE__) ||
+             carlo_cuda_malloc((void **)&g->slot, cells * sizeof(d4), "cell lists", __FILE__, __LINE__) ||
+             carlo_cuda_malloc((void **)&g->cell_of, s->N * sizeof(int32_t), "cell lists", __FILE__, __LINE__) ||
+             carlo_cuda_malloc((void **)&g->slot_of, s->N * sizeof(int32_t), "cell lists", __FILE__, __LINE__);
+    cudaError_t e = cudaSuccess;
+    if (!rc) {
+        e = cudaMemcpy(g->count, count, nc * sizeof(int32_t), cudaMemcpyHostToDevice);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(g->slot, slot, cells * sizeof(d4), cudaMemcpyHostToDevice);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(g->cell_of, aux, s->N * sizeof(int32_t), cudaMemcpyHostToDevice);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(g->slot_of, aux + s->N, s->N * sizeof(int32_t), cudaMemcpyHostToDevice);
+    }
+    free(slot);
+    free(aux);
+    if (rc)
+        return -1;
+    if (e != cudaSuccess)
+        return carlo_cuda_fail(e, "cudaMemcpy(cell lists)", __FILE__, __LINE__);
+    g->cap = cap;
+    s->cell_cap = cap;
+    return 0;
+}
+
+int download_cells(lj_system *s, int32_t *order, int32_t *count)
+{
+    gpu_impl *g = impl(s);
+    size_t nc = (size_t)s->ncell, cells = carlo_mulsize(nc, (size_t)g->cap);
+    d4 *slot = static_cast<d4 *>(carlo_malloc(cells * sizeof(d4), "cell lists"));
+    if (!slot)
+        return -1;
+    cudaError_t e = cudaMemcpy(count, g->count, nc * sizeof(int32_t), cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(slot, g->slot, cells * sizeof(d4), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(slot);
+        return carlo_cuda_fail(e, "cudaMemcpy(cell lists)", __FILE__, __LINE__);
+    }
+    size_t k = 0;
+    for (size_t c = 0; c < nc; c++)
+        for (int32_t m = 0; m < count[c]; m++)
+            order[k++] = (int32_t)slot[c * (size_t)g->cap + (size_t)m].w;
+    free(slot);
+    return 0;
+}
+
+int gpu_upload(lj_system *s, const double *pos, const lj_cell_lists *cells)
+{
+    gpu_impl *g = impl(s);
+    size_t n = s->N;
+    for (int a = 0; a < 3; a++) {
+        for (size_t i = 0; i < n; i++)
+            g->host[i] = pos[3 * i + a];
+        CK(cudaMemcpy(a == 0 ? g->x : a == 1 ? g->y : g->z, g->host, n * sizeof(double),
+                      cudaMemcpyHostToDevice));
+    }
+    if (!cells)
+        return 0;
+    int32_t most = 0;
+    for (int c = 0; c < s->ncell; c++)
+        most = cells->count[c] > most ? cells->count[c] : most;
+    return upload_cells(s, pos, cells->order, cells->count, most + most / 2 + 8);
+}
+
+int gpu_download(lj_system *s, double *pos, lj_cell_lists *cells)
+{
+    gpu_impl *g = impl(s);
+    size_t n = s->N;
+    for (int a = 0; a < 3; a++) {
+        CK(cudaMemcpy(g->host, a == 0 ? g->x : a == 1 ? g->y : g->z, n * sizeof(double),
+                      cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < n; i++)
+            pos[3 * i + a] = g->host[i];
+    }
+    if (cells && s->sum == LJ_SUM_CELLS)
+        return download_cells(s, cells->order, cells->count);
+    return 0;
+}
+
+/* Double the cell capacity, keeping every list's order. */
+int grow_cells(lj_system *s)
+{
+    gpu_impl *g = impl(s);
+    lj_cell_lists c;
+    double *pos = static_cast<double *>(carlo_malloc(carlo_mulsize(s->N, 3 * sizeof(double)), "positions"));
+    if (!pos || lj_cell_lists_alloc(s, &c)) {
+        free(pos);
+        return -1;
+    }
+    int rc = gpu_download(s, pos, &c) || upload_cells(s, pos, c.order, c.count, g->cap * 2);
+    free(pos);
+    lj_cell_lists_free(&c);
+    return rc;
+}
+
+int launch_cells_persistent(lj_system *s, unsigned long long n)
+{
+    if (s->ncell <= SMEM_COUNTS_MAX) {
+        size_t smem = (size_t)s->ncell * sizeof(int32_t);
+        CK(cudaFuncSetAttribute(cells_moves<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem));
+        cells_moves<true><<<1, LJ_LANES, smem>>>(params(s), n, s->ncell);
+    } else {
+        cells_moves<false><<<1, LJ_LANES>>>(params(s), n, s->ncell);
+    }
+    CK(cudaGetLastError());
+    return 0;
+}
+
+int launch_all_persistent(lj_system *s, unsigned long long n)
+{
+    gpu_impl *g = impl(s);
+    kp p = params(s);
+    void *args[] = {&p, &n};
+    if (g->coop_smem) {
+        /* the attribute is per function: another system may have set a smaller one */
+        CK(cudaFuncSetAttribute(all_moves<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)g->coop_smem));
+        CK(cudaLaunchCooperativeKernel((const void *)all_moves<true>, dim3((unsigned)g->coop_blocks),
+                                       dim3(LJ_LANES), args, g->coop_smem, 0));
+    } else {
+        CK(cudaLaunchCooperativeKernel((const void *)all_moves<false>, dim3((unsigned)g->coop_blocks),
+                                       dim3(LJ_LANES), args, 0, 0));
+    }
+    return 0;
+}
+
+/* One move: the kernel the launch and graph variants repeat. */
+int launch_one(lj_system *s, cudaStream_t stream)
+{
+    kp p = params(s);
+    if (s->sum == LJ_SUM_CELLS)
+        cells_moves<false><<<1, LJ_LANES, 0, stream>>>(p, 1ull, s->ncell);
+    else
+        all_one_move<<<p.G, LJ_LANES, 0, stream>>>(p);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+int record_graph(lj_system *s)
+{
+    gpu_impl *g = impl(s);
+    drop_graph(g);
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+    int rc = 0;
+    for (int k = 0; k < GRAPH_MOVES && e == cudaSuccess && rc == 0; k++)
+        rc = launch_one(s, st);
+    cudaError_t e2 = cudaStreamEndCapture(st, &graph);
+    if (e == cudaSuccess)
+        e = e2;
+    if (e == cudaSuccess && rc == 0) {
+        e = cudaGraphInstantiate(&g->graph, graph, 0);
+        cudaGraphDestroy(graph);
+    }
+    cudaStreamDestroy(st);
+    if (rc)
+        return -1;
+    if (e != cudaSuccess)
+        return carlo_cuda_fail(e, "recording the move graph", __FILE__, __LINE__);
+    g->graph_ok = 1;
+    g->graph_beta = s->beta;
+    g->graph_delta = s->delta;
+    g->graph_cap = g->cap;
+    return 0;
+}
+
+int gpu_moves(lj_system *s, uint64_t n)
+{
+    gpu_impl *g = impl(s);
+    dev_state h;
+    memset(&h, 0, sizeof h);
+    h.U = s->U;
+    h.W = s->W;
+    h.moves = s->moves;
+    CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
+    const uint64_t end = s->moves + n;
+    uint64_t at = s->moves;
+    unsigned long long accepted = 0;
+    while (at < end) {
+        uint64_t left = end - at;
+        int rc = 0;
+        if (s->kernel == LJ_KERNEL_PERSISTENT) {
+            rc = s->sum == LJ_SUM_CELLS ? launch_cells_persistent(s, left) : launch_all_persistent(s, left);
+        } else if (s->kernel == LJ_KERNEL_LAUNCH) {
+            for (uint64_t k = 0; k < left && rc == 0; k++)
+                rc = launch_one(s, 0);
+        } else {
+            if (!g->graph_ok || g->graph_beta != s->beta || g->graph_delta != s->delta ||
+                g->graph_cap != g->cap)
+                rc = record_graph(s);
+            uint64_t k = 0;
+            for (; k + GRAPH_MOVES <= left && rc == 0; k += GRAPH_MOVES) {
+                cudaError_t e = cudaGraphLaunch(g->graph, 0);
+                if (e != cudaSuccess)
+                    rc = carlo_cuda_fail(e, "cudaGraphLaunch", __FILE__, __LINE__);
+            }
+            for (; k < left && rc == 0; k++)
+                rc = launch_one(s, 0);
+        }
+        if (rc)
+            return -1;
+        CK(cudaMemcpy(&h, g->st, sizeof h, cudaMemcpyDeviceToHost)); /* waits, reports faults */
+        accepted += h.accepted;
+        at = h.moves;
+        if (h.status) { /* a full cell: more room, the same lists, on from move `at` */
+            if (grow_cells(s))
+                return -1;
+            h.status = 0;
+            h.accepted = 0;
+            CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
+        } else if (at != end) {
+            return carlo_seterr("the GPU ran %llu of %llu moves", (unsigned long long)(at - s->moves),
+                                (unsigned long long)n);
+        }
+    }
+    s->U = h.U;
+    s->W = h.W;
+    s->moves = end;
+    s->tried += n;
+    s->accepted += accepted;
+    return 0;
+}
+
+int gpu_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
+{
+    gpu_impl *g = impl(s);
+    if (g->widom_cap < n) {
+        cudaFree(g->widom);
+        g->widom = NULL;
+        g->widom_cap = 0;
+        CK_MALLOC(&g->widom, n * sizeof(double), "Widom results");
+        g->widom_cap = n;
+    }
+    if (n > 0x7fffffffu)
+        return carlo_seterr("too many insertions");
+    widom_kernel<<<n, LJ_LANES>>>(params(s), s->sum == LJ_SUM_CELLS, sample, lj_widom_tail(s), g->widom);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(out, g->widom, n * sizeof(double), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+
+/* ---------- checkerboard ---------- */
+
+/* The halving tree over T lanes of two sums (T = 32, 64 or 128); thread 0 gets the result. */
+template <int T>
+__device__ __forceinline__ void block_tree2(double &a, double &b, double (*sm)[128])
+{
+    const int t = threadIdx.x;
+    if (T > 32) {
+        sm[0][t] = a;
+        sm[1][t] = b;
+        __syncthreads();
+        for (int s = T / 2; s >= 32; s >>= 1) {
+            if (t < s) {
+                sm[0][t] = sm[0][t] + sm[0][t + s];
+                sm[1][t] = sm[1][t] + sm[1][t + s];
+            }
+            __syncthreads();
+        }
+        if (t < 32) {
+            a = sm[0][t];
+            b = sm[1][t];
+        }
+    }
+    if (t < 32) {
+#pragma unroll
+        for (int s = 16; s > 0; s >>= 1) {
+            a = a + __shfl_down_sync(FULL, a, s);
+            b = b + __shfl_down_sync(FULL, b, s);
+        }
+    }
+}
+
+struct cbp {
+    carlo_cell_grid grid;
+    lj_cbgeom geom;
+    carlo_cell_data cells;
+    double *acc_u, *acc_w;
+    dev_state *st;
+    unsigned long long seed;
+    double beta;
+    int passes;
+};
+
+/* One active cell of set `set` per block (T threads), sub-sweep number `step`. */
+template <int T>
+__global__ void __launch_bounds__(T) cb_subsweep(cbp p, int set, unsigned long long step)
+{
+    extern __shared__ float4 cand[]; /* neighbourhood: x, y, z, offset index q */
+    __shared__ double sm[2][128];
+    __shared__ int off[LJ_NEIGH_MAX + 1], cq[LJ_NEIGH_MAX];
+    __shared__ float sh[LJ_NEIGH_MAX][3];
+    __shared__ int accept_flag;
+    const int t = threadIdx.x;
+    if (p.st->status)
+        return;
+    const carlo_cell_grid &g = p.grid;
+    int xyz[3];
+    carlo_cell_active(&g, set, (int64_t)blockIdx.x, xyz);
+    const int64_t c = carlo_cell_index(&g, xyz[0], xyz[1], xyz[2]);
+    const int n = (int)p.cells.count[c];
+    if (n == 0)
+        return;
+    const int nq = lj_neighbour_count(g.dim);
+    int *perm = reinterpret_cast<int *>(cand + (size_t)nq * g.nmax);
+    if (t < 32) {
+        int cnt = 0;
+        if (t < nq) {
+            int o3[3] = {t % 3 - 1, (t / 3) % 3 - 1, g.dim == 3 ? t / 9 - 1 : 0};
+            float s3[3];
+            int64_t nb = carlo_cell_neighbor(&g, xyz, o3, s3);
+            cq[t] = (int)nb;
+            sh[t][0] = s3[0];
+            sh[t][1] = s3[1];
+            sh[t][2] = s3[2];
+            cnt = (int)p.cells.count[nb];
+        }
+        int v = cnt;
+#pragma unroll
+        for (int s = 1; s < 32; s <<= 1) {
+            int y = __shfl_up_sync(FULL, v, s);
+            if (t >= s)
+                v += y;
+        }
+        if (t < nq)
+            off[t + 1] = v;
+        if (t == 0)
+            off[0] = 0;
+    }
+    __syncthreads();
+    const int M = off[nq];
+    {
+        int q = 0;
+        for (int k = t; k < M; k += T) {
+            while (off[q + 1] <= k)
+                q++;
+            const int j = k - off[q];
+            float4 e;
+            e.x = p.cells.pos[carlo_cell_slot(&g, cq[q], j, 0)];
+            e.y = p.cells.pos[carlo_cell_slot(&g, cq[q], j, 1)];
+            e.z = g.dim == 3 ? p.cells.pos[carlo_cell_slot(&g, cq[q], j, 2)] : 0.0f;
+            e.w = (float)q;
+            cand[k] = e;
+        }
+    }
+    if (t == 0)
+        lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
+    __syncthreads();
+    const int centre = g.dim == 3 ? 13 : 4;
+    const int base = off[centre];
+    double cell_du = 0.0, cell_dw = 0.0;
+    unsigned long long nacc = 0;
+    const int moves = n * p.passes;
+    for (int k = 0; k < moves; k++) {
+        const int me = base + perm[k % n];
+        float dd[3];
+        const double u01 = lj_cb_trial(&p.geom, p.seed, step, (uint32_t)c, (uint32_t)k, dd);
+        const float4 oe = cand[me];
+        const float o[3] = {oe.x, oe.y, oe.z};
+        const float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
+        if (!lj_cb_inside(&p.geom, nw))
+            continue; /* the same for every thread */
+        double du = 0.0, dw = 0.0;
+        for (int kk = t; kk < M; kk += T) {
+            if (kk == me)
+                continue;
+            const float4 e = cand[kk];
+            const float b[3] = {e.x, e.y, e.z};
+            lj_cb_candidate(&p.geom, o, nw, b, sh[(int)e.w], &du, &dw);
+        }
+        block_tree2<T>(du, dw, sm);
+        if (t == 0) {
+            accept_flag = lj_accept(du, p.beta, u01);
+            if (accept_flag) {
+                cand[me] = make_float4(nw[0], nw[1], nw[2], oe.w);
+                cell_du = cell_du + du;
+                cell_dw = cell_dw + dw;
+                nacc++;
+            }
+        }
+        __syncthreads();
+    }
+    for (int i = t; i < n; i += T) {
+        const float4 e = cand[base + i];
+        p.cells.pos[carlo_cell_slot(&g, c, i, 0)] = e.x;
+        p.cells.pos[carlo_cell_slot(&g, c, i, 1)] = e.y;
+        if (g.dim == 3)
+            p.cells.pos[carlo_cell_slot(&g, c, i, 2)] = e.z;
+    }
+    if (t == 0) {
+        p.acc_u[c] = p.acc_u[c] + cell_du;
+        p.acc_w[c] = p.acc_w[c] + cell_dw;
+        if (nacc)
+            atomicAdd(&p.st->accepted, nacc);
+    }
+}
+
+/* The cell shift: one thread per cell of the new grid (core/cells_kernel.h, Algorithm 4). */
+__global__ void cb_shift(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data dst,
+                         carlo_cell_shift sh, dev_state *st, unsigned long long sweep)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= g.ncells || st->status)
+        return;
+    int xyz[3];
+    carlo_cell_coords(&g, c, xyz);
+    if (carlo_cell_shift_gather(&g, &src, &dst, xyz, sh) > g.nmax &&
+        atomicCAS(&st->status, 0, 1) == 0)
+        st->fail_sweep = sweep;
+}
+
+/* Copy every slot into storage with more slots per cell (and mark the new ones empty). */
+__global__ void cb_grow_copy(carlo_cell_grid og, carlo_cell_data src, carlo_cell_grid ng,
+                             carlo_cell_data dst)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= og.ncells)
+        return;
+    for (int i = 0; i < ng.nmax; i++) {
+        for (int a = 0; a < og.dim; a++)
+            dst.pos[carlo_cell_slot(&ng, c, i, a)] =
+                i < og.nmax ? src.pos[carlo_cell_slot(&og, c, i, a)] : CARLO_CELL_EMPTY;
+        for (int k = 0; k < og.naux; k++)
+            dst.aux[carlo_cell_slot(&ng, c, i, k)] =
+                i < og.nmax ? src.aux[carlo_cell_slot(&og, c, i, k)] : CARLO_CELL_NO_WORD;
+    }
+    dst.count[c] = src.count[c];
+}
+
+int cb_alloc(const carlo_cell_grid *grid, carlo_cell_data *d)
+{
+    memset(d, 0, sizeof *d);
+    CK_MALLOC(&d->pos, carlo_cells_pos_len(grid) * sizeof(float), "cell positions");
+    CK_MALLOC(&d->aux, carlo_cells_aux_len(grid) * sizeof(uint32_t), "cell words");
+    CK_MALLOC(&d->count, (size_t)grid->ncells * sizeof(uint32_t), "cell counts");
+    return 0;
+}
+
+void cb_free(carlo_cell_data *d)
+{
+    cudaFree(d->pos);
+    cudaFree(d->aux);
+    cudaFree(d->count);
+    memset(d, 0, sizeof *d);
+}
+
+int cb_copy(const carlo_cell_grid *grid, const carlo_cell_data *from, const carlo_cell_data *to,
+            cudaMemcpyKind kind)
+{
+    CK(cudaMemcpy(to->pos, from->pos, carlo_cells_pos_len(grid) * sizeof(float), kind));
+    CK(cudaMemcpy(to->aux, from->aux, carlo_cells_aux_len(grid) * sizeof(uint32_t), kind));
+    CK(cudaMemcpy(to->count, from->count, (size_t)grid->ncells * sizeof(uint32_t), kind));
+    return 0;
+}
+
+int gpu_cb_upload(lj_system *s, const carlo_cell_data *cells, const double *acc_u,
+                  const double *acc_w)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    cb_free(&g->cur);
+    cb_free(&g->tmp);
+    cudaFree(g->acc_u);
+    cudaFree(g->acc_w);
+    g->acc_u = g->acc_w = NULL;
+    size_t nc = (size_t)grid->ncells;
+    if (cb_alloc(grid, &g->cur) || cb_alloc(grid, &g->tmp))
+        return -1;
+    CK_MALLOC(&g->acc_u, nc * sizeof(double), "per-cell sums");
+    CK_MALLOC(&g->acc_w, nc * sizeof(double), "per-cell sums");
+    if (cb_copy(grid, cells, &g->cur, cudaMemcpyHostToDevice))
+        return -1;
+    CK(cudaMemcpy(g->acc_u, acc_u, nc * sizeof(double), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g->acc_w, acc_w, nc * sizeof(double), cudaMemcpyHostToDevice));
+    return 0;
+}
+
+int gpu_cb_download(lj_system *s, const carlo_cell_data *cells, double *acc_u, double *acc_w)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    size_t nc = (size_t)grid->ncells;
+    if (cells && cb_copy(grid, &g->cur, cells, cudaMemcpyDeviceToHost))
+        return -1;
+    if (acc_u)
+        CK(cudaMemcpy(acc_u, g->acc_u, nc * sizeof(double), cudaMemcpyDeviceToHost));
+    if (acc_w)
+        CK(cudaMemcpy(acc_w, g->acc_w, nc * sizeof(double), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+/* Twice the room in every cell of the current cells (the second buffer follows). */
+int gpu_cb_grow(lj_system *s)
+{
+    gpu_impl *g = impl(s);
+    carlo_cell_grid *grid = &s->cb.grid;
+    int nmax = grid->nmax * 2 > CARLO_CELL_NMAX_LIMIT ? CARLO_CELL_NMAX_LIMIT : grid->nmax * 2;
+    if (nmax == grid->nmax)
+        return carlo_seterr("a cell holds more than %d particles", CARLO_CELL_NMAX_LIMIT);
+    carlo_cell_grid ng = *grid;
+    ng.nmax = nmax;
+    carlo_cell_data cur, tmp;
+    if (cb_alloc(&ng, &cur))
+        return -1;
+    if (cb_alloc(&ng, &tmp)) {
+        cb_free(&cur);
+        return -1;
+    }
+    int threads = 256;
+    unsigned blocks = (unsigned)((grid->ncells + threads - 1) / threads);
+    cb_grow_copy<<<blocks, threads>>>(*grid, g->cur, ng, cur);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
+        e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        cb_free(&cur);
+        cb_free(&tmp);
+        return carlo_cuda_fail(e, "cb_grow_copy", __FILE__, __LINE__);
+    }
+    cb_free(&g->cur);
+    cb_free(&g->tmp);
+    g->cur = cur;
+    g->tmp = tmp;
+    grid->nmax = nmax;
+    return 0;
+}
+
+size_t cb_smem(const lj_system *s)
+{
+    const carlo_cell_grid *grid = &s->cb.grid;
+    return (size_t)lj_neighbour_count(grid->dim) * (size_t)grid->nmax * sizeof(float4) +
+           (size_t)grid->nmax * sizeof(int);
+}
+
+template <int T> int launch_subsweep(const cbp &p, int set, unsigned long long step, size_t smem,
+                                     unsigned blocks)
+{
+    CK(cudaFuncSetAttribute(cb_subsweep<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    cb_subsweep<T><<<blocks, T, smem>>>(p, set, step);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+/* Queue sweeps first .. first + n - 1 (no waiting). */
+int cb_queue(lj_system *s, uint64_t first, uint64_t n)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    size_t smem = cb_smem(s);
+    if (smem > 200 * 1024)
+        return carlo_seterr("cells of %d slots need %zu bytes of shared memory per block, more "
+                            "than 200 KiB", grid->nmax, smem);
+    cbp p;
+    memset(&p, 0, sizeof p);
+    p.grid = *grid;
+    p.geom = s->cb.geom;
+    for (int a = 0; a < 3; a++)
+        p.geom.dmax[a] = s->delta / (double)p.geom.h[a];
+    p.acc_u = g->acc_u;
+    p.acc_w = g->acc_w;
+    p.st = g->st;
+    p.seed = s->seed;
+    p.beta = s->beta;
+    p.passes = s->cb.passes;
+    const unsigned blocks = (unsigned)carlo_cell_set_size(grid);
+    const int threads = 256;
+    const unsigned cblocks = (unsigned)((grid->ncells + threads - 1) / threads);
+    for (uint64_t k = 0; k < n; k++) {
+        const uint64_t sweep = first + k;
+        int order[8];
+        carlo_cells_set_order(grid->dim, s->seed, LJ_PURPOSE_CB_SETS, sweep, order);
+        p.cells = g->cur;
+        for (int q = 0; q < (1 << grid->dim); q++) {
+            int rc = 0;
+            unsigned long long step = sweep * 8 + (unsigned long long)q;
+            switch (p.geom.lanes) {
+            case 32: rc = launch_subsweep<32>(p, order[q], step, smem, blocks); break;
+            case 64: rc = launch_subsweep<64>(p, order[q], step, smem, blocks); break;
+            default: rc = launch_subsweep<128>(p, order[q], step, smem, blocks); break;
+            }
+            if (rc)
+                return -1;
+        }
+        carlo_cell_shift sh = lj_cb_shift(s, sweep);
+        cb_shift<<<cblocks, threads>>>(*grid, g->cur, g->tmp, sh, g->st, k);
+        CK(cudaGetLastError());
+        carlo_cell_data t = g->cur;
+        g->cur = g->tmp;
+        g->tmp = t;
+    }
+    return 0;
+}
+
+/* Every cell's share of the energy and virial from scratch: one thread per cell. */
+__global__ void cb_fresh_kernel(carlo_cell_grid g, lj_cbgeom G, carlo_cell_data d, double *out)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < g.ncells)
+        lj_cb_cell_energy(&g, &G, &d, c, &out[2 * c], &out[2 * c + 1]);
+}
+
+int gpu_cb_fresh(lj_system *s, double *U, double *W)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    size_t nc = (size_t)grid->ncells;
+    double *dev = NULL;
+    CK_MALLOC(&dev, nc * 2 * sizeof(double), "cell energies");
+    double *host = static_cast<double *>(carlo_malloc(nc * 2 * sizeof(double), "cell energies"));
+    const int threads = 128;
+    cb_fresh_kernel<<<(unsigned)((nc + threads - 1) / threads), threads>>>(*grid, s->cb.geom, g->cur, dev);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && host)
+        e = cudaMemcpy(host, dev, nc * 2 * sizeof(double), cudaMemcpyDeviceToHost);
+    cudaFree(dev);
+    if (!host)
+        return -1;
+    if (e != cudaSuccess) {
+        free(host);
+        return carlo_cuda_fail(e, "cb_fresh_kernel", __FILE__, __LINE__);
+    }
+    double u = 0.0, w = 0.0;
+    for (size_t c = 0; c < nc; c++) {
+        u += host[2 * c];
+        w += host[2 * c + 1];
+    }
+    free(host);
+    *U = 0.5 * u;
+    *W = 0.5 * w;
+    if (!isfinite(*U) || !isfinite(*W))
+        return carlo_seterr("the energy is not finite (%g): particles overlap", *U);
+    return 0;
+}
+
+int gpu_cb_sweeps(lj_system *s, uint64_t n)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid *grid = &s->cb.grid;
+    uint64_t done = 0;
+    unsigned long long accepted = 0;
+    while (done < n) {
+        dev_state h;
+        memset(&h, 0, sizeof h);
+        CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
+        carlo_cell_data start = g->cur; /* the buffers alternate from here */
+        carlo_cell_data other = g->tmp;
+        if (cb_queue(s, s->step + done, n - done))
+            return -1;
+        CK(cudaMemcpy(&h, g->st, sizeof h, cudaMemcpyDeviceToHost)); /* waits */
+        accepted += h.accepted;
+        if (!h.status) {
+            done = n;
+            break;
+        }
+        /* the shift of sweep k = fail_sweep overfilled a cell: its source is the valid state
+         * (everything queued after it did nothing); more room, then that shift again */
+        uint64_t k = h.fail_sweep;
+        g->cur = k % 2 == 0 ? start : other;
+        g->tmp = k % 2 == 0 ? other : start;
+        carlo_cell_shift sh = lj_cb_shift(s, s->step + done + k);
+        do { /* the failed shift wrote only into the second buffer: cur is intact */
+            if (gpu_cb_grow(s))
+                return -1;
+            memset(&h, 0, sizeof h);
+            CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
+            const int threads = 256;
+            cb_shift<<<(unsigned)((grid->ncells + threads - 1) / threads), threads>>>(
+                *grid, g->cur, g->tmp, sh, g->st, k);
+            CK(cudaGetLastError());
+            CK(cudaMemcpy(&h, g->st, sizeof h, cudaMemcpyDeviceToHost));
+        } while (h.status);
+        carlo_cell_data t = g->cur;
+        g->cur = g->tmp;
+        g->tmp = t;
+        done += k + 1;
+    }
+    s->step += n;
+    s->tried += (uint64_t)s->cb.passes * s->N * n;
+    s->accepted += accepted;
+    size_t nc = (size_t)grid->ncells;
+    double *acc = static_cast<double *>(carlo_malloc(nc * 2 * sizeof(double), "per-cell sums"));
+    if (!acc)
+        return -1;
+    if (gpu_cb_download(s, NULL, acc, acc + nc)) {
+        free(acc);
+        return -1;
+    }
+    s->U = s->cb.U0 + lj_cb_total(acc, grid->ncells);
+    s->W = s->cb.W0 + lj_cb_total(acc + nc, grid->ncells);
+    free(acc);
+    return 0;
+}
+
+int gpu_sync(lj_system *s)
+{
+    (void)s;
+    CK(cudaDeviceSynchronize());
+    return 0;
+}
+
+} // namespace
+
+extern "C" const lj_backend lj_cuda_backend = {
+    "gpu",     gpu_create,      gpu_destroy,     gpu_upload,    gpu_download, gpu_moves,
+    gpu_widom, gpu_sync,        gpu_cb_upload,   gpu_cb_download, gpu_cb_sweeps,
+    gpu_cb_fresh,
+};

@@ -1,0 +1,411 @@
+/* lj_kernel.h — the physics of a Lennard-Jones trial move, written once and compiled for the
+ * CPU backend (gcc) and the GPU backend (nvcc). Every formula that decides acceptance lives
+ * here: the pair potential, the minimum image, the trial move drawn from Philox, the
+ * exponential of the Metropolis rule and the fixed summation order of a move's energy.
+ *
+ * Conventions: u(r) = 4 (r^-12 - r^-6) - u_shift for r < rc, 0 beyond; epsilon = sigma =
+ * k_B = 1. Positions are doubles in [0, L) per axis; 2D systems keep z = 0. Only +, -, *, /,
+ * floor and ldexp are used (all exactly rounded in IEEE 754, and no FMA contraction is
+ * allowed by the build), so both compilers produce the same bits.
+ *
+ * The canonical sum (Hailat et al. 2013, Sec. 5.5-5.8, made deterministic): the candidates of
+ * a sum (particles 0..N-1, or the members of the 27 neighbour cells in a fixed order) are cut
+ * into tiles of LJ_LANES * C consecutive candidates; candidate k of a tile goes to lane
+ * k % LJ_LANES, each lane adds its candidates in increasing k, the lanes of a tile are reduced
+ * by a halving tree (lane t += lane t + s, s = LJ_LANES/2 ... 1), and the tile sums by the same
+ * tree over the next power of two (missing tiles are 0). A GPU block of LJ_LANES threads is
+ * one tile; the CPU backend runs the same lanes in a loop. */
+#ifndef CARLO_LJ_KERNEL_H
+#define CARLO_LJ_KERNEL_H
+
+#include <stdint.h>
+
+#include "core/cells_kernel.h"
+#include "core/rng.h"
+
+#define LJ_PURPOSE_MOVE   0x30u /* decomposition trial moves: step = move counter */
+#define LJ_PURPOSE_RETRY  0x31u /* the astronomically rare re-draw of a particle index */
+#define LJ_PURPOSE_WIDOM  0x32u /* test-particle insertions: step = sample counter */
+#define LJ_PURPOSE_INIT   0x33u /* random initial configuration */
+#define LJ_PURPOSE_CB_SETS  0x34u /* checkerboard: the order of the sets in a sweep */
+#define LJ_PURPOSE_CB_MOVE  0x35u /* checkerboard trial moves: step = 8 sweep + set position */
+#define LJ_PURPOSE_CB_ORDER 0x36u /* checkerboard: the order of the particles in a cell */
+#define LJ_PURPOSE_CB_SHIFT 0x37u /* checkerboard: the cell shift after a sweep */
+
+#define LJ_LANES 128     /* lanes of one tile (threads of a GPU block) */
+#define LJ_TILES_MAX 256 /* the all-particle sum uses at most this many tiles */
+#define LJ_NEIGH_MAX 27  /* neighbour cells of a cell, itself included */
+
+/* Geometry and potential, identical on both sides (computed once on the host). */
+typedef struct lj_geom {
+    double L[3], half[3]; /* box lengths and halves; 2D: L[2] = 1, z = 0 */
+    double w[3];          /* cell widths (decomposition cells: >= rc) */
+    int n[3];             /* cells per axis (1 along z in 2D) */
+    int dim;
+    double rc2, ushift;   /* rc^2; u(rc) when shifted, else 0 */
+} lj_geom;
+
+/* One of the d coordinates' minimum image (|d| < L on entry). */
+CARLO_HD double lj_image(double d, double L, double half)
+{
+    if (d > half)
+        return d - L;
+    if (d < -half)
+        return d + L;
+    return d;
+}
+
+/* Back into [0, L) after a displacement smaller than L; the second test catches x + L
+ * rounding up to L. */
+CARLO_HD double lj_wrap(double x, double L)
+{
+    if (x < 0.0)
+        x += L;
+    if (x >= L)
+        x -= L;
+    return x;
+}
+
+CARLO_HD double lj_r2(const lj_geom *g, double ax, double ay, double az, double bx, double by,
+                      double bz)
+{
+    double dx = lj_image(bx - ax, g->L[0], g->half[0]);
+    double dy = lj_image(by - ay, g->L[1], g->half[1]);
+    double dz = lj_image(bz - az, g->L[2], g->half[2]);
+    return dx * dx + dy * dy + dz * dz;
+}
+
+/* Pair energy u and virial w = -r u'(r) = 24 (2 r^-12 - r^-6) at squared distance r2, inside
+ * the cutoff. r2 = 0 gives NaN and tiny r2 gives inf: such moves are always rejected. */
+CARLO_HD void lj_pair_terms(double r2, double ushift, double *u, double *w)
+{
+    double ir2 = 1.0 / r2;
+    double ir6 = ir2 * ir2 * ir2;
+    *u = 4.0 * ir6 * (ir6 - 1.0) - ushift;
+    *w = 24.0 * ir6 * (2.0 * ir6 - 1.0);
+}
+
+/* ... and 0 beyond it (r2 >= rc2). */
+CARLO_HD void lj_pair(double r2, double rc2, double ushift, double *u, double *w)
+{
+    if (r2 < rc2) {
+        lj_pair_terms(r2, ushift, u, w);
+    } else {
+        *u = 0.0;
+        *w = 0.0;
+    }
+}
+
+/* exp(x) to about 1 ulp from +, -, *, floor and ldexp only, so host and device agree bit
+ * for bit (libm and CUDA differ in the last bit). Returns 0 for x <= -700 and NaN. */
+CARLO_HD double lj_exp(double x)
+{
+    if (!(x > -700.0))
+        return 0.0;
+    if (x > 700.0)
+        x = 700.0;
+    const double ln2_hi = 6.93147180369123816490e-01; /* 32 trailing zero bits: k * ln2_hi exact */
+    const double ln2_lo = 1.90821492927058770002e-10;
+    double k = floor(x * 1.44269504088896338700e+00 + 0.5);
+    double r = (x - k * ln2_hi) - k * ln2_lo; /* |r| <= 0.35 */
+    /* Taylor series to r^13: truncation below 1e-17 relative */
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    return ldexp(p, (int)k);
+}
+
+/* Metropolis: accept with min(1, exp(-beta dU)); NaN and +inf are rejected. */
+CARLO_HD int lj_accept(double dU, double beta, double u)
+{
+    if (dU <= 0.0)
+        return 1;
+    if (!(dU < 1e300))
+        return 0;
+    return u < lj_exp(-beta * dU);
+}
+
+/* A displacement in (-delta, delta), symmetric bit for bit: w and 2^32 - 1 - w give
+ * opposite values. */
+CARLO_HD double lj_displacement(uint32_t w, double delta)
+{
+    double r = (double)((int64_t)2 * (int64_t)w + 1 - ((int64_t)1 << 32)) * (1.0 / 4294967296.0);
+    return delta * r;
+}
+
+/* The trial move number `move` of a decomposition run: particle, displacement, uniform. */
+typedef struct lj_trial {
+    uint32_t i;
+    double d[3];
+    double u;
+} lj_trial;
+
+CARLO_HD lj_trial lj_draw_trial(uint64_t seed, uint64_t move, uint32_t N, double delta, int dim)
+{
+    carlo_u32x4 a = carlo_rng(seed, LJ_PURPOSE_MOVE, move, 0, 0);
+    carlo_u32x4 b = carlo_rng(seed, LJ_PURPOSE_MOVE, move, 1, 0);
+    lj_trial t;
+    if (carlo_below_try(a.v[0], N, &t.i) && carlo_below_try(b.v[2], N, &t.i) &&
+        carlo_below_try(b.v[3], N, &t.i))
+        t.i = carlo_below(seed, LJ_PURPOSE_RETRY, move, 0, 0, N);
+    t.d[0] = lj_displacement(a.v[1], delta);
+    t.d[1] = lj_displacement(a.v[2], delta);
+    t.d[2] = dim == 3 ? lj_displacement(a.v[3], delta) : 0.0;
+    t.u = carlo_u01(b.v[0], b.v[1]);
+    return t;
+}
+
+/* Cell of a position in [0, L): floor(x / w) per axis, the top cell catching rounding. */
+CARLO_HD int lj_cell_axis(double x, double w, int n)
+{
+    int c = (int)(x / w);
+    return c >= n ? n - 1 : c;
+}
+
+CARLO_HD int lj_cell_of(const lj_geom *g, double x, double y, double z)
+{
+    int cx = lj_cell_axis(x, g->w[0], g->n[0]);
+    int cy = lj_cell_axis(y, g->w[1], g->n[1]);
+    int cz = g->dim == 3 ? lj_cell_axis(z, g->w[2], g->n[2]) : 0;
+    return (cz * g->n[1] + cy) * g->n[0] + cx;
+}
+
+/* Neighbour q (0..26 in 3D, 0..8 in 2D) of cell c, in the fixed order dz, dy, dx = -1..1. */
+CARLO_HD int lj_cell_neighbour(const lj_geom *g, int c, int q)
+{
+    int nx = g->n[0], ny = g->n[1], nz = g->n[2];
+    int cx = c % nx, cy = (c / nx) % ny, cz = c / (nx * ny);
+    int dx = q % 3 - 1, dy = (q / 3) % 3 - 1, dz = g->dim == 3 ? q / 9 - 1 : 0;
+    cx += dx;
+    cy += dy;
+    cz += dz;
+    cx = cx < 0 ? cx + nx : (cx >= nx ? cx - nx : cx);
+    cy = cy < 0 ? cy + ny : (cy >= ny ? cy - ny : cy);
+    cz = cz < 0 ? cz + nz : (cz >= nz ? cz - nz : cz);
+    return (cz * ny + cy) * nx + cx;
+}
+
+CARLO_HD int lj_neighbour_count(int dim) { return dim == 3 ? 27 : 9; }
+
+/* Tiles of the all-particle sum over N candidates: C per lane, G tiles. */
+CARLO_HD void lj_tiles(uint32_t N, uint32_t *C, uint32_t *G)
+{
+    uint32_t per = (uint32_t)LJ_LANES * (uint32_t)LJ_TILES_MAX;
+    uint32_t c = (N + per - 1) / per;
+    if (c == 0)
+        c = 1;
+    *C = c;
+    *G = (N + (uint32_t)LJ_LANES * c - 1) / ((uint32_t)LJ_LANES * c);
+    if (*G == 0)
+        *G = 1;
+}
+
+CARLO_HD uint32_t lj_pow2_at_least(uint32_t n)
+{
+    uint32_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+/* A canonical sum in progress: energy u and virial w of one position. */
+typedef struct lj_uw {
+    double u, w;
+} lj_uw;
+
+/* The halving tree over n = 2^k entries (the host side; the GPU does the same additions
+ * across threads and warps). */
+CARLO_HD void lj_tree(lj_uw *v, uint32_t n)
+{
+    for (uint32_t s = n / 2; s > 0; s >>= 1)
+        for (uint32_t t = 0; t < s; t++) {
+            v[t].u = v[t].u + v[t + s].u;
+            v[t].w = v[t].w + v[t + s].w;
+        }
+}
+
+/* Candidate (x, y, z) against position p, added to a lane. */
+CARLO_HD void lj_accumulate(const lj_geom *g, const double p[3], double x, double y, double z,
+                            lj_uw *acc)
+{
+    double u, w;
+    lj_pair(lj_r2(g, p[0], p[1], p[2], x, y, z), g->rc2, g->ushift, &u, &w);
+    acc->u = acc->u + u;
+    acc->w = acc->w + w;
+}
+
+/* Test particle k of Widom sample `sample`: a uniform position in the box. */
+CARLO_HD void lj_widom_position(const lj_geom *g, uint64_t seed, uint64_t sample, uint32_t k,
+                                double p[3])
+{
+    carlo_u32x4 r = carlo_rng(seed, LJ_PURPOSE_WIDOM, sample, k, 0);
+    for (int a = 0; a < 3; a++)
+        p[a] = a < g->dim ? g->L[a] * ((double)r.v[a] * (1.0 / 4294967296.0)) : 0.0;
+}
+
+/* exp(-beta dU) of an insertion with pair energy eu and tail energy tail (0 for overlaps). */
+CARLO_HD double lj_widom_factor(double eu, double tail, double beta)
+{
+    double dU = eu + tail;
+    if (!(dU < 1e300))
+        return 0.0;
+    return lj_exp(-beta * dU);
+}
+
+/* ---------- checkerboard (cells of the shared grid, core/cells_kernel.h) ----------
+ *
+ * Particles sit in cells at least rc wide, with float coordinates local to their cell. Every
+ * coordinate along axis a is a multiple of h[a] = ulp(w[a]) (w the float cell width), and so
+ * are trial displacements and cell shifts: differences of coordinates, and coordinates plus a cell
+ * width, are then exact in float for every pair closer than rc, so a pair's separation does
+ * not depend on which cell frame it is computed in, and a cell shift changes no energy at
+ * all. Pair terms are computed in float and their differences summed in double, in the
+ * canonical lanes of `lanes` (32, 64 or 128) per active cell. */
+
+/* Float pair energy and virial inside the cutoff (overlaps give inf and are rejected)... */
+CARLO_HD void lj_pair_f_terms(float r2, float ushift, float *u, float *w)
+{
+    float ir2 = 1.0f / r2;
+    float ir6 = ir2 * ir2 * ir2;
+    *u = 4.0f * ir6 * (ir6 - 1.0f) - ushift;
+    *w = 24.0f * ir6 * (2.0f * ir6 - 1.0f);
+}
+
+/* ... and 0 beyond it. */
+CARLO_HD void lj_pair_f(float r2, float rc2, float ushift, float *u, float *w)
+{
+    if (r2 < rc2) {
+        lj_pair_f_terms(r2, ushift, u, w);
+    } else {
+        *u = 0.0f;
+        *w = 0.0f;
+    }
+}
+
+/* The float geometry of a checkerboard system. */
+typedef struct lj_cbgeom {
+    int dim, lanes;
+    float w[3];     /* cell widths (float, as the grid's w) */
+    float h[3];     /* the coordinate grid: every coordinate along a is a multiple of h[a] */
+    float rc2, ushift;
+    double dmax[3]; /* the maximum displacement in units of h[a] (delta / h[a]) */
+} lj_cbgeom;
+
+/* Squared separation of two cell-local positions a and b, b in a neighbour cell offset by s
+ * (its components exact, see above). */
+CARLO_HD float lj_cb_r2s(float ax, float ay, float az, float bx, float by, float bz, float sx,
+                         float sy, float sz)
+{
+    float dx = (bx - ax) + sx;
+    float dy = (by - ay) + sy;
+    float dz = (bz - az) + sz;
+    return dx * dx + dy * dy + dz * dz;
+}
+
+CARLO_HD float lj_cb_r2(const float a[3], const float b[3], const float s[3])
+{
+    return lj_cb_r2s(a[0], a[1], a[2], b[0], b[1], b[2], s[0], s[1], s[2]);
+}
+
+/* One candidate at b (offset s) against the old position o and the trial position n of the
+ * moved particle: the exact double differences of the float pair terms. */
+CARLO_HD void lj_cb_candidate(const lj_cbgeom *g, const float o[3], const float n[3],
+                              const float b[3], const float s[3], double *du, double *dw)
+{
+    float uo, wo, un, wn;
+    lj_pair_f(lj_cb_r2(o, b, s), g->rc2, g->ushift, &uo, &wo);
+    lj_pair_f(lj_cb_r2(n, b, s), g->rc2, g->ushift, &un, &wn);
+    *du = *du + ((double)un - (double)uo);
+    *dw = *dw + ((double)wn - (double)wo);
+}
+
+/* Trial move k of cell `cell` in sub-sweep `step`: a displacement on the grid (symmetric,
+ * |d| <= delta) and a uniform in [0, 1). */
+CARLO_HD double lj_cb_trial(const lj_cbgeom *g, uint64_t seed, uint64_t step, uint32_t cell,
+                            uint32_t k, float d[3])
+{
+    carlo_u32x4 r = carlo_rng(seed, LJ_PURPOSE_CB_MOVE, step, cell, k);
+    for (int a = 0; a < 3; a++)
+        d[a] = a < g->dim ? (float)(rint(g->dmax[a] * lj_displacement(r.v[a], 1.0)) * (double)g->h[a])
+                          : 0.0f;
+    return (double)r.v[3] * (1.0 / 4294967296.0);
+}
+
+/* Whether a trial position stays in its cell (moves that leave are rejected). */
+CARLO_HD int lj_cb_inside(const lj_cbgeom *g, const float n[3])
+{
+    for (int a = 0; a < g->dim; a++)
+        if (!(n[a] >= 0.0f && n[a] < g->w[a]))
+            return 0;
+    return 1;
+}
+
+/* The visiting order of the n particles of a cell in one sub-sweep: Fisher-Yates. */
+CARLO_HD void lj_cb_order(uint64_t seed, uint64_t step, uint32_t cell, int n, int *perm)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    carlo_u32x4 r = {{0, 0, 0, 0}};
+    for (int i = n - 1, k = 0; i > 0; i--, k++) {
+        if ((k & 3) == 0)
+            r = carlo_rng(seed, LJ_PURPOSE_CB_ORDER, step, cell, (uint32_t)(k >> 2));
+        uint32_t j;
+        if (carlo_below_try(r.v[k & 3], (uint32_t)(i + 1), &j))
+            j = carlo_below(seed, LJ_PURPOSE_CB_ORDER, step, cell, 0x10000u + (uint32_t)k,
+                            (uint32_t)(i + 1));
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* Cell c's particles against every other particle, in float pair terms summed in double
+ * (each pair is seen from both ends): particles in slot order, neighbours in canonical order. */
+CARLO_HD void lj_cb_cell_energy(const carlo_cell_grid *g, const lj_cbgeom *G,
+                                const carlo_cell_data *d, int64_t c, double *eu, double *ew)
+{
+    int xyz[3];
+    carlo_cell_coords(g, c, xyz);
+    const int nq = lj_neighbour_count(g->dim);
+    double su = 0.0, sw = 0.0;
+    for (int i = 0; i < (int)d->count[c]; i++) {
+        float a[3] = {0, 0, 0};
+        for (int k = 0; k < g->dim; k++)
+            a[k] = d->pos[carlo_cell_slot(g, c, i, k)];
+        double pu = 0.0, pw = 0.0;
+        for (int q = 0; q < nq; q++) {
+            int off[3] = {q % 3 - 1, (q / 3) % 3 - 1, g->dim == 3 ? q / 9 - 1 : 0};
+            float sh[3];
+            int64_t cq = carlo_cell_neighbor(g, xyz, off, sh);
+            int self = off[0] == 0 && off[1] == 0 && off[2] == 0;
+            for (int j = 0; j < (int)d->count[cq]; j++) {
+                if (self && j == i)
+                    continue;
+                float b[3] = {0, 0, 0};
+                for (int k = 0; k < g->dim; k++)
+                    b[k] = d->pos[carlo_cell_slot(g, cq, j, k)];
+                float u, w;
+                lj_pair_f(lj_cb_r2(a, b, sh), G->rc2, G->ushift, &u, &w);
+                pu += (double)u;
+                pw += (double)w;
+            }
+        }
+        su += pu;
+        sw += pw;
+    }
+    *eu = su;
+    *ew = sw;
+}
+
+#endif
