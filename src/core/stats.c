@@ -43,10 +43,31 @@ static void naive(const double *y, size_t n, double *mean, double *err)
     *err = n > 1 ? sqrt(carlo_moments_var(&m) / (double)n) : 0.0;
 }
 
-/* Blocks are halved until fewer than this many remain: below it the error of the
- * error estimate (1/sqrt(2(n-1))) is too large to see a plateau. */
-#define MIN_BLOCKS 32
+/* Fewer blocks than this give an error estimate too uncertain (1/sqrt(2(n-1)) > 18%) to report
+ * as a plateau. */
+#define MIN_BLOCKS 16
 
+/* The 0.99 quantile of the chi-square distribution with df degrees of freedom: tabulated to
+ * 30, Wilson-Hilferty above (relative error < 1e-3 there). */
+static double chi2_q99(int df)
+{
+    static const double q[31] = {0, 6.635, 9.210, 11.345, 13.277, 15.086, 16.812, 18.475, 20.090,
+                                 21.666, 23.209, 24.725, 26.217, 27.688, 29.141, 30.578, 32.000,
+                                 33.409, 34.805, 36.191, 37.566, 38.932, 40.289, 41.638, 42.980,
+                                 44.314, 45.642, 46.963, 48.278, 49.588, 50.892};
+    if (df <= 30)
+        return q[df < 1 ? 1 : df];
+    double h = 2.0 / (9.0 * df), t = 1.0 - h + 2.3263478740 * sqrt(h);
+    return df * t * t * t;
+}
+
+/* Blocking with the automatic level choice of Jonsson, Phys. Rev. E 98, 043304 (2018): at each
+ * level k (n_k blocks) the variance s_k^2 and lag-1 autocovariance g_k of the block means give
+ * M_j = sum_{k >= j} n_k ((n_k - 1) s_k^2 / n_k^2 + g_k)^2 / s_k^4, chi-square distributed with
+ * one degree of freedom per level once blocks are longer than the correlation time; the first
+ * level j with M_j below the 0.99 quantile is the plateau. A plateau with fewer than MIN_BLOCKS
+ * blocks, or none at all, is flagged: the error reported is then the largest estimate among
+ * the levels of at least MIN_BLOCKS blocks, a lower bound. */
 void carlo_blocking(const double *x, size_t n, carlo_estimate *out)
 {
     memset(out, 0, sizeof *out);
@@ -71,48 +92,55 @@ void carlo_blocking(const double *x, size_t n, carlo_estimate *out)
     naive(y, n, &mean, &err0);
     out->mean = mean;
 
-    /* sigma_k at each level and its own uncertainty */
-    double sig[64], dsig[64];
-    size_t len[64];
+    double se[64], stat[64];
+    size_t nk[64];
     int levels = 0;
     size_t m = n;
-    while (m >= MIN_BLOCKS && levels < 64) {
-        double mk, ek;
-        naive(y, m, &mk, &ek);
-        sig[levels] = ek;
-        dsig[levels] = ek / sqrt(2.0 * (double)(m - 1));
-        len[levels] = n / m;
+    while (m >= 2 && levels < 64) {
+        double mu = 0, s2 = 0, g = 0;
+        for (size_t i = 0; i < m; i++)
+            mu += y[i];
+        mu /= (double)m;
+        for (size_t i = 0; i < m; i++)
+            s2 += (y[i] - mu) * (y[i] - mu);
+        for (size_t i = 0; i + 1 < m; i++)
+            g += (y[i] - mu) * (y[i + 1] - mu);
+        s2 /= (double)m;
+        g /= (double)m;
+        nk[levels] = m;
+        se[levels] = sqrt(s2 / (double)(m - 1));
+        double t = (double)(m - 1) * s2 / ((double)m * (double)m) + g;
+        stat[levels] = s2 > 0 ? (double)m * t * t / (s2 * s2) : 0.0;
         levels++;
-        size_t half = m / 2;
+        size_t half = m / 2; /* an odd last sample is dropped */
         for (size_t i = 0; i < half; i++)
             y[i] = 0.5 * (y[2 * i] + y[2 * i + 1]);
         m = half;
     }
     free(y);
-    if (levels == 0) { /* fewer than MIN_BLOCKS samples: report the naive error */
-        out->err = err0;
-        out->plateau = 0;
-        return;
-    }
-    /* The plateau: the first level from which the estimates at every higher level
-     * stay within two of their own standard errors. */
     int chosen = -1;
-    for (int k = 0; k < levels && chosen < 0; k++) {
-        int flat = 1;
-        for (int j = k + 1; j < levels; j++)
-            if (sig[j] > sig[k] + 2.0 * dsig[j]) {
-                flat = 0;
-                break;
-            }
-        if (flat && k + 1 < levels)
-            chosen = k;
+    double M = 0;
+    double *tail = stat; /* M_j accumulates from the top level down */
+    double Mj[64];
+    for (int k = levels - 1; k >= 0; k--) {
+        M += tail[k];
+        Mj[k] = M;
     }
-    if (chosen < 0) { /* no plateau (or a single level): the largest blocks, flagged */
-        chosen = levels - 1;
+    for (int j = 0; j < levels && chosen < 0; j++)
+        if (Mj[j] < chi2_q99(levels - j))
+            chosen = j;
+    if (chosen >= 0 && nk[chosen] >= MIN_BLOCKS) {
+        out->err = se[chosen];
+    } else {
         out->plateau = 0;
+        int best = 0;
+        for (int k = 1; k < levels && nk[k] >= MIN_BLOCKS; k++)
+            if (se[k] > se[best])
+                best = k;
+        chosen = best;
+        out->err = se[best];
     }
-    out->err = sig[chosen];
-    out->block = len[chosen];
+    out->block = n / nk[chosen];
     out->tau = err0 > 0 ? 0.5 * (out->err * out->err) / (err0 * err0) : 0.5;
 }
 

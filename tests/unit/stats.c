@@ -68,6 +68,16 @@ int main(void)
           "claims a plateau (err %.3g)", e.err);
     free(x);
 
+    /* the level chosen by Jonsson's test: blocks several correlation times long (tau = 9.5
+     * for a = 0.9, so the block correlation has died out by 8 tau), and not absurdly long */
+    {
+        double *y = ar1(1 << 20, 0.9, 12);
+        carlo_blocking(y, 1 << 20, &e);
+        CHECK("unit/core/stats/blocking-level", e.block >= 64 && e.block <= 8192,
+              "blocks of %zu samples for tau = 9.5", e.block);
+        free(y);
+    }
+
     carlo_moments m;
     carlo_moments_init(&m);
     for (int i = 1; i <= 5; i++)
