@@ -109,7 +109,7 @@ if carlo.load then
   y:run{ sweeps = 100 }
   local path = check.tmp .. "/hard-gpu.ckpt"
   y:save(path)
-  local z = carlo.load(path, "cpu") -- a GPU checkpoint continues on the CPU, bit for bit
+  local z = carlo.load(path, { device = "cpu" }) -- a GPU checkpoint continues on the CPU, bit for bit
   z:run{ sweeps = 100 }
   check.ok("gpu/hard/checkpoint-gpu-to-cpu", x:snapshot().position == z:snapshot().position)
 end
