@@ -2,13 +2,16 @@
  * models never include or call anything in cuda/ themselves. */
 extern "C" {
 #include "core/device.h"
+#include "kmc/kmc.h"
 #include "potts/potts.h"
 extern const carlo_gpu_driver carlo_cuda_driver;
 extern const potts_backend potts_cuda_backend;
+extern const kmc_backend kmc_cuda_backend;
 }
 
 extern "C" void carlo_register_gpu_backends(void)
 {
     carlo_gpu_driver_set(&carlo_cuda_driver);
     potts_gpu_backend = &potts_cuda_backend;
+    kmc_gpu_backend = &kmc_cuda_backend;
 }

@@ -10,6 +10,7 @@
 #include "core/array.h"
 #include "core/core_lua.h"
 #include "core/device.h"
+#include "kmc/kmc_lua.h"
 #include "potts/potts_lua.h"
 #include "runtime.h"
 
@@ -22,6 +23,7 @@ static void (*const openers[])(lua_State *L) = {
     carlo_array_open,
     carlo_core_lua_open,
     potts_lua_open,
+    kmc_lua_open,
 };
 
 struct carlo_lua_source {
