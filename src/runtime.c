@@ -13,6 +13,7 @@
 #include "kmc/kmc_lua.h"
 #include "potts/potts_lua.h"
 #include "runtime.h"
+#include "traj/checkpoint.h"
 
 #define CARLO_VERSION "0.1.0"
 
@@ -23,6 +24,7 @@ static void (*const openers[])(lua_State *L) = {
     carlo_array_open,
     carlo_core_lua_open,
     potts_lua_open,
+    checkpoint_lua_open,
     kmc_lua_open,
 };
 

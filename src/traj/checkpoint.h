@@ -9,4 +9,8 @@ int traj_checkpoint_save(const char *path, const carlo_frame *f);
 /* Fills out with owned chunks (carlo_frame_free releases them). */
 int traj_checkpoint_load(const char *path, carlo_frame *out);
 
+/* carlo.load, registered in the module table at -1. */
+struct lua_State;
+void checkpoint_lua_open(struct lua_State *L);
+
 #endif
