@@ -30,7 +30,17 @@ struct buffers {
     int32_t *x[2];
     double *tau[2];
     uint32_t *cnt[2];
+    double *tmin[2]; /* the earliest clock of each tile */
 };
+
+/* The smallest of the lanes' non-negative doubles (their bit patterns order like them). */
+__device__ __forceinline__ double warp_min(double v)
+{
+    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+    const unsigned hi = __reduce_min_sync(FULL, (unsigned)(b >> 32));
+    const unsigned lo = __reduce_min_sync(FULL, (unsigned)(b >> 32) == hi ? (unsigned)b : 0xffffffffu);
+    return __longlong_as_double((long long)(((unsigned long long)hi << 32) | lo));
+}
 
 struct gpu_impl {
     buffers b;
@@ -62,14 +72,39 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const buf
     const int T = (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
     if (T >= ntiles)
         return; /* whole warps only; nothing below synchronises the block */
+    const int ti = T / g.ntc, tj = T - ti * g.ntc, h1 = g.halo + 1, P = g.P;
+    /* the buffers (selected by value: a kernel parameter indexed at run time would go to
+     * local memory) */
+    const int32_t *__restrict__ X = front ? b.x[1] : b.x[0];
+    const double *__restrict__ TAU = front ? b.tau[1] : b.tau[0];
+    const uint32_t *__restrict__ CNT = front ? b.cnt[1] : b.cnt[0];
+    const double *__restrict__ TMIN = front ? b.tmin[1] : b.tmin[0];
+    int32_t *__restrict__ XD = front ? b.x[0] : b.x[1];
+    double *__restrict__ TAUD = front ? b.tau[0] : b.tau[1];
+    uint32_t *__restrict__ CNTD = front ? b.cnt[0] : b.cnt[1];
+    double *__restrict__ TMIND = front ? b.tmin[0] : b.tmin[1];
+    /* a tile whose 3 x 3 tiles have no clock before t_end has no event at all: copy it */
+    const double near = warp_min(lane < 9 ? TMIN[kmc_tile_near(&g, ti, tj, lane / 3 - 1, lane % 3 - 1)]
+                                          : INFINITY);
+    if (!(near < t_end)) {
+        for (int q = lane; q < 64; q += 32) {
+            const uint64_t i = ((uint64_t)T << 6) + (uint64_t)q;
+            XD[i] = X[i];
+            TAUD[i] = TAU[i];
+            CNTD[i] = CNT[i];
+        }
+        if (lane == 0) {
+            TMIND[T] = TMIN[T];
+            kmc_tile_out o;
+            memset(&o, 0, sizeof o);
+            out[T] = o;
+        }
+        return;
+    }
     extern __shared__ double smem[];
     double *tau = smem + (size_t)wib * 2 * (size_t)g.cells;
     int32_t *x = reinterpret_cast<int32_t *>(tau + g.cells);
     uint32_t *cnt = reinterpret_cast<uint32_t *>(x + g.cells);
-    const int32_t *__restrict__ X = front ? b.x[1] : b.x[0];
-    const double *__restrict__ TAU = front ? b.tau[1] : b.tau[0];
-    const uint32_t *__restrict__ CNT = front ? b.cnt[1] : b.cnt[0];
-    const int ti = T / g.ntc, tj = T - ti * g.ntc, h1 = g.halo + 1, P = g.P;
 
     /* lane l loads the cells it owns (d % 32 == l) */
     for (int d = lane; d < g.cells; d += 32) {
@@ -181,16 +216,18 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const buf
 
     /* keep the tile */
     __syncwarp();
-    int32_t *XD = front ? b.x[0] : b.x[1];
-    double *TAUD = front ? b.tau[0] : b.tau[1];
-    uint32_t *CNTD = front ? b.cnt[0] : b.cnt[1];
+    double tm = INFINITY;
     for (int q = lane; q < 64; q += 32) {
         const int d = ((q >> 3) + h1) * P + (q & 7) + h1;
         const uint64_t i = ((uint64_t)T << 6) + (uint64_t)q;
         XD[i] = x[d];
         TAUD[i] = tau[d];
         CNTD[i] = cnt[d];
+        tm = tau[d] < tm ? tau[d] : tm;
     }
+    tm = warp_min(tm);
+    if (lane == 0)
+        TMIND[T] = tm;
     const unsigned any_overflow = __any_sync(FULL, overflow != 0u);
     if (lane == 0) {
         kmc_tile_out o;
@@ -301,6 +338,7 @@ int gpu_create(kmc_system *s)
         CK_MALLOC(&g->b.x[k], N * sizeof(int32_t), "the KMC states");
         CK_MALLOC(&g->b.tau[k], N * sizeof(double), "the KMC clocks");
         CK_MALLOC(&g->b.cnt[k], N * sizeof(uint32_t), "the KMC draw counters");
+        CK_MALLOC(&g->b.tmin[k], (size_t)g->ntiles * sizeof(double), "the KMC tile minima");
     }
     CK_MALLOC(&g->out, (size_t)g->ntiles * sizeof(kmc_tile_out), "the KMC tile results");
     CK_MALLOC(&g->ctrl, sizeof(kmc_ctrl), "the KMC step control");
@@ -341,6 +379,7 @@ void gpu_destroy(kmc_system *s)
         cudaFree(g->b.x[k]);
         cudaFree(g->b.tau[k]);
         cudaFree(g->b.cnt[k]);
+        cudaFree(g->b.tmin[k]);
     }
     cudaFree(g->out);
     cudaFree(g->ctrl);
@@ -365,6 +404,15 @@ int gpu_set_state(kmc_system *s, const int32_t *x, const double *tau, const uint
     if (tau) {
         kmc_to_tiles(&s->geom, tau, g->host, 8);
         CK(cudaMemcpy(g->b.tau[f], g->host, N * 8, cudaMemcpyHostToDevice));
+        double *tmin = static_cast<double *>(carlo_malloc(sizeof(double) * (size_t)g->ntiles, "tile minima"));
+        if (!tmin)
+            return -1;
+        kmc_tile_minima(&s->geom, static_cast<const double *>(g->host), tmin);
+        cudaError_t e = cudaMemcpy(g->b.tmin[f], tmin, sizeof(double) * (size_t)g->ntiles,
+                                   cudaMemcpyHostToDevice);
+        free(tmin);
+        if (e != cudaSuccess)
+            return carlo_cuda_fail(e, "cudaMemcpy(tile minima)", __FILE__, __LINE__);
     }
     if (cnt) {
         kmc_to_tiles(&s->geom, cnt, g->host, 4);

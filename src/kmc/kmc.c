@@ -76,12 +76,27 @@ void kmc_from_tiles(const kmc_geom *g, const void *tiles, void *rowmajor, size_t
         }
 }
 
+void kmc_tile_minima(const kmc_geom *g, const double *tau_tiles, double *tmin)
+{
+    const int ntiles = g->ntr * g->ntc;
+#pragma omp parallel for schedule(static)
+    for (int T = 0; T < ntiles; T++) {
+        double m = INFINITY;
+        for (int q = 0; q < 64; q++) {
+            double t = tau_tiles[((size_t)T << 6) + (size_t)q];
+            m = t < m ? t : m;
+        }
+        tmin[T] = m;
+    }
+}
+
 /* ---------- the tiled CPU backend ---------- */
 
 typedef struct cpu_impl {
     int32_t *x[2];      /* front/back buffers, tile-major */
     double *tau[2];
     uint32_t *cnt[2];
+    double *tmin[2];    /* the earliest clock of each tile, per buffer */
     kmc_tile_out *out;  /* per tile */
 } cpu_impl;
 
@@ -96,7 +111,8 @@ static int cpu_create(kmc_system *s)
         im->x[b] = carlo_malloc(carlo_mulsize(N, sizeof(int32_t)), "the KMC states");
         im->tau[b] = im->x[b] ? carlo_malloc(carlo_mulsize(N, sizeof(double)), "the KMC clocks") : NULL;
         im->cnt[b] = im->tau[b] ? carlo_malloc(carlo_mulsize(N, sizeof(uint32_t)), "the KMC draw counters") : NULL;
-        if (!im->cnt[b])
+        im->tmin[b] = im->cnt[b] ? carlo_malloc(carlo_mulsize(ntiles, sizeof(double)), "the KMC tile minima") : NULL;
+        if (!im->tmin[b])
             return -1;
     }
     im->out = carlo_calloc(ntiles, sizeof *im->out, "the KMC tile results");
@@ -112,6 +128,7 @@ static void cpu_destroy(kmc_system *s)
         free(im->x[b]);
         free(im->tau[b]);
         free(im->cnt[b]);
+        free(im->tmin[b]);
     }
     free(im->out);
     free(im);
@@ -124,8 +141,10 @@ static int cpu_set_state(kmc_system *s, const int32_t *x, const double *tau, con
     int f = (int)s->ctrl.front;
     if (x)
         kmc_to_tiles(&s->geom, x, im->x[f], 4);
-    if (tau)
+    if (tau) {
         kmc_to_tiles(&s->geom, tau, im->tau[f], 8);
+        kmc_tile_minima(&s->geom, im->tau[f], im->tmin[f]);
+    }
     if (cnt)
         kmc_to_tiles(&s->geom, cnt, im->cnt[f], 4);
     return 0;
@@ -153,31 +172,61 @@ static void cpu_tile(const kmc_system *s, const cpu_impl *im, int T, int front, 
     const kmc_geom *g = &s->geom;
     const kmc_model *md = &s->model;
     const uint64_t seed = s->seed;
-    const int ti = T / g->ntc, tj = T - ti * g->ntc, h1 = g->halo + 1, P = g->P;
+    const int ti = T / g->ntc, tj = T - ti * g->ntc, h1 = g->halo + 1, P = g->P, D = g->D;
+    const int back = 1 - front;
+    kmc_tile_out *o = &im->out[T];
+    /* a tile whose 3 x 3 tiles have no clock before t_end has no event at all */
+    double quiet = INFINITY;
+    for (int k = 0; k < 9; k++) {
+        double t = im->tmin[front][kmc_tile_near(g, ti, tj, k / 3 - 1, k % 3 - 1)];
+        quiet = t < quiet ? t : quiet;
+    }
+    if (!(quiet < t_end)) {
+        size_t base = (size_t)T << 6;
+        memcpy(im->x[back] + base, im->x[front] + base, 64 * sizeof(int32_t));
+        memcpy(im->tau[back] + base, im->tau[front] + base, 64 * sizeof(double));
+        memcpy(im->cnt[back] + base, im->cnt[front] + base, 64 * sizeof(uint32_t));
+        im->tmin[back][T] = im->tmin[front][T];
+        memset(o, 0, sizeof *o);
+        return;
+    }
     double tau[KMC_CELLS_MAX];
     int32_t x[KMC_CELLS_MAX];
     uint32_t cnt[KMC_CELLS_MAX];
     const int32_t *X = im->x[front];
     const double *TAU = im->tau[front];
     const uint32_t *CNT = im->cnt[front];
-    for (int d = 0; d < g->cells; d++) {
-        int r = d / P, c = d - r * P;
-        if (c >= g->D) {
-            x[d] = 0;
-            tau[d] = INFINITY;
-            cnt[d] = 0;
-            continue;
+    for (int r = 0; r < D; r++) {
+        const int gr = kmc_wrap(ti * KMC_TILE - h1 + r, g->m);
+        const int dyn_row = r >= 1 && r <= D - 2;
+        for (int c = 0; c < P; c++) {
+            const int d = r * P + c;
+            if (c >= D) {
+                x[d] = 0;
+                tau[d] = INFINITY;
+                cnt[d] = 0;
+                continue;
+            }
+            const uint64_t i = kmc_tm_index(g, gr, kmc_wrap(tj * KMC_TILE - h1 + c, g->n));
+            x[d] = X[i];
+            tau[d] = dyn_row && c >= 1 && c <= D - 2 ? TAU[i] : INFINITY;
+            cnt[d] = CNT[i];
         }
-        uint64_t i = kmc_tm_index(g, kmc_wrap(ti * KMC_TILE - h1 + r, g->m),
-                                  kmc_wrap(tj * KMC_TILE - h1 + c, g->n));
-        x[d] = X[i];
-        tau[d] = kmc_dynamic(g, r, c) ? TAU[i] : INFINITY;
-        cnt[d] = CNT[i];
     }
     double bt[KMC_LANES];
     int bd[KMC_LANES];
-    for (int l = 0; l < KMC_LANES; l++)
-        kmc_lane_scan(g, ti, tj, tau, l, &bt[l], &bd[l]);
+    for (int l = 0; l < KMC_LANES; l++) {
+        bt[l] = INFINITY;
+        bd[l] = -1;
+    }
+    for (int d = 0; d < g->cells; d++) { /* kmc_lane_scan for all lanes in one pass */
+        const int l = d & (KMC_LANES - 1);
+        if (tau[d] < bt[l] ||
+            (tau[d] == bt[l] && tau[d] < INFINITY && kmc_tie_before(g, ti, tj, d, bd[l]))) {
+            bt[l] = tau[d];
+            bd[l] = d;
+        }
+    }
     uint64_t chk[4] = {0, 0, 0, 0}, central = 0, sim = 0;
     uint32_t overflow = 0;
     for (;;) {
@@ -227,19 +276,21 @@ static void cpu_tile(const kmc_system *s, const cpu_impl *im, int T, int front, 
         kmc_account(g, rmin, cmin, tmin, site0, xn, chk, &central);
         sim++;
     }
-    const int back = 1 - front;
+    double tm = INFINITY;
     for (int q = 0; q < 64; q++) {
         int d = ((q >> 3) + h1) * P + (q & 7) + h1;
         uint64_t i = ((uint64_t)T << 6) + (uint64_t)q;
         im->x[back][i] = x[d];
         im->tau[back][i] = tau[d];
         im->cnt[back][i] = cnt[d];
+        tm = tau[d] < tm ? tau[d] : tm;
     }
-    kmc_tile_out *o = &im->out[T];
+    im->tmin[back][T] = tm;
     memcpy(o->chk, chk, sizeof chk);
     o->events = central;
     o->sim = sim;
     o->overflow = overflow;
+    o->pad = 0;
 }
 
 static int cpu_advance(kmc_system *s, uint64_t budget)
@@ -637,7 +688,7 @@ int kmc_run_ex(kmc_system *s, const kmc_run_opts *o, kmc_run_result *res)
                 carlo_progress_update(&pr, c->t - t0);
             if (carlo_now() - w0 < 0.02 && budget < ((uint64_t)1 << 24))
                 budget *= 2;
-            if (c->events == before && !c->done) {
+            if (c->events == before && (!c->done || c->t < c->t_stop)) { /* no progress */
                 if (s->be->min_tau(s, &mt)) {
                     rc = fail_dead(s);
                     goto out;

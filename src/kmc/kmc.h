@@ -141,6 +141,9 @@ kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device);
 void kmc_to_tiles(const kmc_geom *g, const void *rowmajor, void *tiles, size_t elem);
 void kmc_from_tiles(const kmc_geom *g, const void *tiles, void *rowmajor, size_t elem);
 
+/* The earliest clock of each tile (tile-major clocks in, one value per tile out). */
+void kmc_tile_minima(const kmc_geom *g, const double *tau_tiles, double *tmin);
+
 /* The domain geometry for a halo (row stride chosen so an event's cells have distinct lanes). */
 void kmc_geom_init(kmc_geom *g, int m, int n, int halo, int nbh);
 

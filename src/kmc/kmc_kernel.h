@@ -383,6 +383,13 @@ CARLO_HD int kmc_lane_affected(const kmc_geom *g, int dmin, int lane, int *slot)
     return found;
 }
 
+/* Tile (ti + dr, tj + dc), wrapped: the 3 x 3 tiles around a tile hold its whole domain
+ * (halo + 1 <= 8). */
+CARLO_HD int kmc_tile_near(const kmc_geom *g, int ti, int tj, int dr, int dc)
+{
+    return kmc_wrap(ti + dr, g->ntr) * g->ntc + kmc_wrap(tj + dc, g->ntc);
+}
+
 /* ---------- checksums ---------- */
 
 CARLO_HD uint64_t kmc_mix64(uint64_t z)

@@ -93,10 +93,13 @@ static const char *config_text(lua_State *L, const int32_t *v, int nbh)
 static void tabulate(lua_State *L, int fn, int S, int nbh, kmc_params *p, const char *where)
 {
     double configs = pow((double)S, (double)(nbh + 1));
-    if (configs > (double)KMC_CONFIGS_MAX)
-        luaL_error(L, "%s: the rate table would have states^(neighbourhood + 1) = %d^%d = %.0f "
-                      "entries (at most %u): use fewer states or neighbourhood = 4",
-                   where, S, nbh + 1, configs, KMC_CONFIGS_MAX);
+    if (configs > (double)KMC_CONFIGS_MAX) {
+        char n[32];
+        snprintf(n, sizeof n, "%.0f", configs);
+        luaL_error(L, "%s: the rate table would have states^(neighbourhood + 1) = %d^%d = %s "
+                      "entries (at most %d): use fewer states or neighbourhood = 4",
+                   where, S, nbh + 1, n, (int)KMC_CONFIGS_MAX);
+    }
     uint32_t nc = (uint32_t)configs;
     growbuf rates, targets;
     uint32_t *counts = (uint32_t *)lua_newuserdatauv(L, sizeof(uint32_t) * nc, 0);
