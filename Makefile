@@ -42,7 +42,8 @@ endif
 LIB_OBJ += $(BUILD)/gen/lua_embed.o
 
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
-UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit_%)
+UNIT_CXX := $(sort $(wildcard tests/unit/*.cc))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit_%) $(UNIT_CXX:tests/unit/%.cc=$(BUILD)/tests/unit_%)
 TEST_BIN := $(UNIT_BIN) $(BUILD)/tests/embed_host
 
 .PHONY: all test test-gpu validate bench demo install clean deps
@@ -81,6 +82,12 @@ $(BUILD)/carlo.so: $(LIB_OBJ)
 $(BUILD)/tests/unit_%: tests/unit/%.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+
+# C++ unit tests: GPU kernels compiled for the host (tests/unit/kmc_warp.cc)
+$(BUILD)/tests/unit_%: tests/unit/%.cc $(BUILD)/libcarlo.a
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -ffp-contract=off -fopenmp -pthread -D_GNU_SOURCE \
+	    -Isrc -Icuda -Itests $(LUA_CFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/embed_host: tests/embed/host.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
