@@ -301,12 +301,13 @@ static int cpu_advance(kmc_system *s, uint64_t budget)
     for (uint64_t k = 0; k < budget && !c->done; k++) {
         const int front = (int)c->front;
         const double t_end = c->t_end;
-#pragma omp parallel for schedule(dynamic, 4)
+        /* a step of a few tiles is shorter than waking the threads */
+#pragma omp parallel for schedule(dynamic, 4) if (ntiles > 64)
         for (int T = 0; T < ntiles; T++)
             cpu_tile(s, im, T, front, t_end);
         uint64_t ev = 0, sim = 0;
         uint32_t bad = 0, ovf = 0;
-#pragma omp parallel for schedule(static) reduction(+ : ev, sim) reduction(| : bad, ovf)
+#pragma omp parallel for schedule(static) reduction(+ : ev, sim) reduction(| : bad, ovf) if (ntiles > 1024)
         for (int T = 0; T < ntiles; T++) {
             bad |= (uint32_t)!kmc_tile_matches(&s->geom, im->out, T);
             ev += im->out[T].events;
@@ -862,14 +863,15 @@ int kmc_checkpoint(kmc_system *s, carlo_frame *f)
                         s->geom.halo, s->tiles_per_block};
     double params[5] = {s->phi, s->k2, c->alpha_initial, c->alpha_after, c->beta};
     double time[4] = {c->t, c->dt, c->alpha, c->rate_est};
-    uint64_t counters[5] = {c->events, c->simulated, c->accepted, c->rejected, c->rejected_once};
+    uint64_t counters[6] = {c->events, c->simulated, c->accepted, c->rejected, c->rejected_once,
+                            c->domain_events};
     if (carlo_frame_add_string(f, "carlo/model", "kmc") ||
         carlo_frame_add_u64(f, "configuration/step", c->events) ||
         carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
         carlo_frame_add_copy(f, "kmc/shape", CARLO_I32, 8, 1, shape) ||
         carlo_frame_add_copy(f, "kmc/params", CARLO_F64, 5, 1, params) ||
         carlo_frame_add_copy(f, "kmc/time", CARLO_F64, 4, 1, time) ||
-        carlo_frame_add_copy(f, "kmc/counters", CARLO_U64, 5, 1, counters) || add_states(s, f, 0))
+        carlo_frame_add_copy(f, "kmc/counters", CARLO_U64, 6, 1, counters) || add_states(s, f, 0))
         return -1;
     if (s->model.kind == KMC_TABLE) {
         double *rates = carlo_malloc(sizeof *rates * (s->nevents ? s->nevents : 1), "a checkpoint");
@@ -913,7 +915,7 @@ kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device)
     const int32_t *shape = carlo_frame_expect(f, "kmc/shape", CARLO_I32, 8, 1);
     const double *params = carlo_frame_expect(f, "kmc/params", CARLO_F64, 5, 1);
     const double *time = carlo_frame_expect(f, "kmc/time", CARLO_F64, 4, 1);
-    const uint64_t *counters = carlo_frame_expect(f, "kmc/counters", CARLO_U64, 5, 1);
+    const uint64_t *counters = carlo_frame_expect(f, "kmc/counters", CARLO_U64, 6, 1);
     const uint64_t *seed = carlo_frame_expect(f, "carlo/seed", CARLO_U64, 1, 1);
     if (!shape || !params || !time || !counters || !seed)
         return NULL;
@@ -987,6 +989,7 @@ kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device)
     c->accepted = counters[2];
     c->rejected = counters[3];
     c->rejected_once = counters[4] != 0;
+    c->domain_events = counters[5];
     if (!isfinite(c->t) || c->t < 0 || !(c->dt >= 0) || !(c->alpha > 1) || !isfinite(c->alpha)) {
         carlo_seterr("bad kmc/time");
         kmc_destroy(s);

@@ -418,7 +418,7 @@ CARLO_HD void kmc_account(const kmc_geom *g, int r, int c, double t, uint32_t si
 {
     int lr = r - g->halo - 1, lc = c - g->halo - 1;
     int in_r = lr >= -1 && lr <= 8, in_c = lc >= -1 && lc <= 8;
-    if (in_r && in_c) {
+    if (in_r && in_c && (lr <= 0 || lr >= 7 || lc <= 0 || lc >= 7)) {
         uint64_t h = kmc_event_hash(t, site, x);
         if (lr <= 0)
             chk[KMC_EDGE_UP] += h;
@@ -467,6 +467,7 @@ typedef struct kmc_ctrl {
     double t_end;            /* the step being tried ends here */
     uint64_t events;         /* events of the accepted state */
     uint64_t simulated;      /* events simulated in all domains, rejected steps included */
+    uint64_t domain_events;  /* events simulated in the domains of accepted steps */
     uint64_t accepted, rejected;
     uint64_t ev_stop;        /* the run stops at the first step boundary with events >= this */
     uint64_t last_events;    /* events of the last step decided */
@@ -525,6 +526,7 @@ CARLO_HD void kmc_ctrl_decide(kmc_ctrl *c, uint64_t events, uint64_t sim, uint32
         c->front ^= 1u;
         c->t = c->t_end;
         c->events += events;
+        c->domain_events += sim;
         c->accepted++;
         if (len > 0)
             c->rate_est = (double)events / len;

@@ -449,6 +449,8 @@ static int l_stats(lua_State *L)
     lua_setfield(L, -2, "events_per_tile_step");
     lua_pushnumber(L, c->events ? (double)c->simulated / (double)c->events : 0.0);
     lua_setfield(L, -2, "work_per_event");
+    lua_pushinteger(L, (lua_Integer)c->domain_events);
+    lua_setfield(L, -2, "domain_events");
     lua_pushnumber(L, c->dt);
     lua_setfield(L, -2, "dt");
     lua_pushnumber(L, c->alpha);
