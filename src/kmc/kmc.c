@@ -451,8 +451,9 @@ kmc_system *kmc_create(const kmc_params *p)
         carlo_seterr("halo must be an integer from 1 to %d (got %d)", KMC_HALO_MAX, p->halo);
         return NULL;
     }
-    if (p->tiles_per_block < 1 || p->tiles_per_block > 32) {
-        carlo_seterr("tiles_per_block must be an integer from 1 to 32 (got %d)", p->tiles_per_block);
+    if (p->tiles_per_block < 1 || p->tiles_per_block > KMC_TPB_MAX) {
+        carlo_seterr("tiles_per_block must be an integer from 1 to %d (got %d)", KMC_TPB_MAX,
+                     p->tiles_per_block);
         return NULL;
     }
     if (!(p->alpha_initial > 1) || !isfinite(p->alpha_initial) || !(p->alpha_after > 1) ||

@@ -22,6 +22,7 @@
 #define KMC_SITES_MAX ((int64_t)1 << 31)
 #define KMC_CONFIGS_MAX (1u << 20) /* user-model table entries */
 #define KMC_EVENTS_MAX (1u << 24)
+#define KMC_TPB_MAX 8 /* tiles (warps) per GPU block: 256 threads, the step kernel's bound */
 
 typedef enum kmc_algorithm { KMC_TILED = 0, KMC_SERIAL = 1, KMC_BKL = 2 } kmc_algorithm;
 

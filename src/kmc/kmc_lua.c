@@ -263,7 +263,8 @@ static int l_kmc(lua_State *L)
     if (carlo_device_resolve(device, &p.device))
         return carlo_raise(L, where);
     p.halo = (int)carlo_arg_int(L, 1, where, "halo", 0, KMC_HALO_DEFAULT, 1, KMC_HALO_MAX);
-    p.tiles_per_block = (int)carlo_arg_int(L, 1, where, "tiles_per_block", 0, KMC_TPB_DEFAULT, 1, 32);
+    p.tiles_per_block = (int)carlo_arg_int(L, 1, where, "tiles_per_block", 0, KMC_TPB_DEFAULT, 1,
+                                              KMC_TPB_MAX);
     p.alpha_initial = carlo_arg_num(L, 1, where, "alpha_initial", 0, 10.0, 1, 0, INFINITY, 0);
     p.alpha_after = carlo_arg_num(L, 1, where, "alpha", 0, 1.03, 1, 0, INFINITY, 0);
     p.beta = carlo_arg_num(L, 1, where, "beta", 0, 0.5, 0, 0, 1, 0);

@@ -157,9 +157,3 @@ do
   check.raises("gpu/kmc/absorbing-state", function() once:run{ events = 100 } end,
     "no event can happen any more", "after 64 events")
 end
-
--- a launch shape the GPU cannot hold is refused with the sizes
-check.raises("gpu/kmc/shared-memory-limit", function()
-  carlo.kmc{ model = "sos_growth", m = 64, n = 64, phi = 1, seed = 1, halo = 7, tiles_per_block = 32,
-             device = "gpu" }
-end, "tiles_per_block = 32 needs", "bytes of shared memory")

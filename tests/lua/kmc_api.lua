@@ -33,6 +33,8 @@ check.raises("lua/kmc/error-model-and-rates", function()
 end, "give either model")
 check.raises("lua/kmc/error-halo-range", function() sos{ halo = 8 } end,
   "halo must be an integer from 1 to 7")
+check.raises("lua/kmc/error-tiles-per-block", function() sos{ tiles_per_block = 9 } end,
+  "tiles_per_block must be an integer from 1 to 8")
 check.raises("lua/kmc/error-alpha", function() sos{ alpha = 0.9 } end, "alpha must be a number > 1")
 check.raises("lua/kmc/error-beta", function() sos{ beta = 1 } end, "beta must be a number in (0, 1)")
 check.raises("lua/kmc/error-algorithm", function() sos{ algorithm = "fast" } end,

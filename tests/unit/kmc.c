@@ -179,6 +179,65 @@ static void test_ctrl(void)
     CHECK("unit/kmc/ctrl-try", ok, "try mode");
 }
 
+typedef struct every_log {
+    int calls, off_grid;
+    double every;
+} every_log;
+
+static int on_every(void *ctx, kmc_system *s)
+{
+    every_log *e = ctx;
+    e->calls++;
+    if (s->ctrl.t != e->every * e->calls)
+        e->off_grid++;
+    return 0;
+}
+
+/* the run loop's per-`every` callback (where trajectory frames are written) and the frame */
+static void test_run_every(void)
+{
+    kmc_params p;
+    memset(&p, 0, sizeof p);
+    p.m = 16;
+    p.n = 24;
+    p.kind = KMC_SOS;
+    p.phi = 1;
+    p.k2 = 1;
+    p.seed = 3;
+    p.halo = 3;
+    p.tiles_per_block = 1;
+    p.alpha_initial = 10;
+    p.alpha_after = 1.03;
+    p.beta = 0.5;
+    kmc_system *s = kmc_create(&p);
+    every_log log = {0, 0, 0.25};
+    kmc_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.time = 5;
+    o.every = 0.25;
+    o.callback = on_every;
+    o.ctx = &log;
+    o.quiet = 1;
+    kmc_run_result r;
+    int rc = s ? kmc_run_ex(s, &o, &r) : -1;
+    CHECK("unit/kmc/run-every", rc == 0 && log.calls == 20 && log.off_grid == 0 && s->ctrl.t == 5,
+          "rc %d, %d calls, %d off the grid", rc, log.calls, log.off_grid);
+    carlo_frame f;
+    carlo_frame_init(&f);
+    rc = kmc_frame(s, &f);
+    const uint64_t *step = carlo_frame_expect(&f, "configuration/step", CARLO_U64, 1, 1);
+    const double *t = carlo_frame_expect(&f, "log/t", CARLO_F64, 1, 1);
+    const int32_t *h = carlo_frame_expect(&f, "lattice/height", CARLO_I32, 16, 24);
+    int64_t sum = 0;
+    for (int i = 0; h && i < 16 * 24; i++)
+        sum += h[i];
+    CHECK("unit/kmc/frame", rc == 0 && step && t && h && *step == s->ctrl.events && *t == 5 &&
+                                (uint64_t)sum == s->ctrl.events,
+          "frame chunks missing or wrong");
+    carlo_frame_free(&f);
+    kmc_destroy(s);
+}
+
 int main(void)
 {
     test_neglog();
@@ -186,5 +245,6 @@ int main(void)
     test_sos();
     test_order();
     test_ctrl();
+    test_run_every();
     return check_failed;
 }
