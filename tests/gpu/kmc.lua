@@ -49,12 +49,12 @@ end
 
 -- every halo and launch shape (the cells an event touches on distinct lanes for each stride)
 for _, halo in ipairs{ 1, 2, 3, 4, 5, 6, 7 } do
+  local c = carlo.kmc{ model = "sos_growth", m = 64, n = 128, phi = 2, seed = 13, halo = halo, device = "cpu" }
+  c:run{ events = 30000 }
   for _, tpb in ipairs{ 1, 3, 8 } do
     local g = carlo.kmc{ model = "sos_growth", m = 64, n = 128, phi = 2, seed = 13, halo = halo,
                          tiles_per_block = tpb, device = "gpu" }
-    local c = carlo.kmc{ model = "sos_growth", m = 64, n = 128, phi = 2, seed = 13, halo = halo, device = "cpu" }
     g:run{ events = 30000 }
-    c:run{ events = 30000 }
     same(("gpu/kmc/bitwise-halo%d-tiles%d"):format(halo, tpb), g, c, true)
   end
 end
