@@ -49,7 +49,8 @@ $(shell mkdir -p $(LIST_DIR); \
   echo '$(LIB_OBJ)' | cmp -s - $(LIST_DIR)/obj.list || echo '$(LIB_OBJ)' > $(LIST_DIR)/obj.list)
 
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
-UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit_%)
+UNIT_CXX := $(sort $(wildcard tests/unit/*.cc))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit_%) $(UNIT_CXX:tests/unit/%.cc=$(BUILD)/tests/unit_%)
 TEST_BIN := $(UNIT_BIN) $(BUILD)/tests/embed_host
 
 .PHONY: all test test-gpu validate bench demo install clean deps sanitize
@@ -88,6 +89,12 @@ $(BUILD)/carlo.so: $(LIB_OBJ) $(LIST_DIR)/obj.list
 $(BUILD)/tests/unit_%: tests/unit/%.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+
+# C++ unit tests: GPU kernels compiled for the host (tests/unit/kmc_warp.cc)
+$(BUILD)/tests/unit_%: tests/unit/%.cc $(BUILD)/libcarlo.a
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -ffp-contract=off -fopenmp -pthread -D_GNU_SOURCE \
+	    -Isrc -Icuda -Itests $(LUA_CFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/embed_host: tests/embed/host.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)

@@ -3,12 +3,14 @@
 extern "C" {
 #include "core/device.h"
 #include "hard/hard.h"
+#include "kmc/kmc.h"
 #include "lj/lj.h"
 #include "potts/potts.h"
 extern const carlo_gpu_driver carlo_cuda_driver;
 extern const potts_backend potts_cuda_backend;
 extern const hard_backend hard_cuda_backend;
 extern const lj_backend lj_cuda_backend;
+extern const kmc_backend kmc_cuda_backend;
 }
 
 extern "C" void carlo_register_gpu_backends(void)
@@ -17,4 +19,5 @@ extern "C" void carlo_register_gpu_backends(void)
     potts_gpu_backend = &potts_cuda_backend;
     hard_gpu_backend = &hard_cuda_backend;
     lj_gpu_backend = &lj_cuda_backend;
+    kmc_gpu_backend = &kmc_cuda_backend;
 }

@@ -11,6 +11,7 @@
 #include "core/core_lua.h"
 #include "core/device.h"
 #include "hard/hard_lua.h"
+#include "kmc/kmc_lua.h"
 #include "lj/lj_lua.h"
 #include "potts/potts_lua.h"
 #include "traj/traj_lua.h"
@@ -28,6 +29,7 @@ static void (*const openers[])(lua_State *L) = {
     traj_lua_open,
     hard_lua_open,
     lj_lua_open,
+    kmc_lua_open,
 };
 
 struct carlo_lua_source {

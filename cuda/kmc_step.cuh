@@ -1,0 +1,218 @@
+/* kmc_step.cuh — Algorithm 2 on the GPU: one warp per tile, the tile's domain (states,
+ * clocks, draw counters) in shared memory, the 32 lanes each keeping the earliest of the
+ * cells they own (d % 32 == lane), so the earliest event is three warp reductions away; the
+ * lanes owning the cells an event touches redraw them side by side. Kept apart from kmc.cu
+ * so that tests/unit/kmc_warp.cc can run this very kernel on the CPU, one thread per lane.
+ * Needs kmc/kmc.h (and the CUDA runtime, or the test's stand-in) included first. */
+#ifndef CARLO_KMC_STEP_CUH
+#define CARLO_KMC_STEP_CUH
+
+#ifndef KMC_SHARED_DOUBLES
+#define KMC_SHARED_DOUBLES(name) extern __shared__ double name[]
+#endif
+
+#define KMC_FULL_MASK 0xffffffffu
+
+struct kmc_gpu_buffers {
+    int32_t *x[2];
+    double *tau[2];
+    uint32_t *cnt[2];
+    double *tmin[2]; /* the earliest clock of each tile */
+};
+
+/* The smallest of the lanes' non-negative doubles (their bit patterns order like them). */
+static __device__ __forceinline__ double warp_min(double v)
+{
+    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+    const unsigned hi = __reduce_min_sync(KMC_FULL_MASK, (unsigned)(b >> 32));
+    const unsigned lo =
+        __reduce_min_sync(KMC_FULL_MASK, (unsigned)(b >> 32) == hi ? (unsigned)b : 0xffffffffu);
+    return __longlong_as_double((long long)(((unsigned long long)hi << 32) | lo));
+}
+
+/* ---------- Algorithm 2: one step of every tile ---------- */
+
+static __global__ void __launch_bounds__(256)
+step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc_gpu_buffers b,
+            const kmc_ctrl *__restrict__ ctrl, kmc_tile_out *__restrict__ out, const int ntiles)
+{
+    if (ctrl->done)
+        return;
+    const int front = (int)ctrl->front;
+    const double t_end = ctrl->t_end;
+    const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5);
+    const int T = (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
+    if (T >= ntiles)
+        return; /* whole warps only; nothing below synchronises the block */
+    const int ti = T / g.ntc, tj = T - ti * g.ntc, h1 = g.halo + 1, P = g.P;
+    /* the buffers (selected by value: a kernel parameter indexed at run time would go to
+     * local memory) */
+    const int32_t *__restrict__ X = front ? b.x[1] : b.x[0];
+    const double *__restrict__ TAU = front ? b.tau[1] : b.tau[0];
+    const uint32_t *__restrict__ CNT = front ? b.cnt[1] : b.cnt[0];
+    const double *__restrict__ TMIN = front ? b.tmin[1] : b.tmin[0];
+    int32_t *__restrict__ XD = front ? b.x[0] : b.x[1];
+    double *__restrict__ TAUD = front ? b.tau[0] : b.tau[1];
+    uint32_t *__restrict__ CNTD = front ? b.cnt[0] : b.cnt[1];
+    double *__restrict__ TMIND = front ? b.tmin[0] : b.tmin[1];
+    /* a tile whose 3 x 3 tiles have no clock before t_end has no event at all: copy it */
+    const double near = warp_min(lane < 9 ? TMIN[kmc_tile_near(&g, ti, tj, lane / 3 - 1, lane % 3 - 1)]
+                                          : INFINITY);
+    if (!(near < t_end)) {
+        for (int q = lane; q < 64; q += 32) {
+            const uint64_t i = ((uint64_t)T << 6) + (uint64_t)q;
+            XD[i] = X[i];
+            TAUD[i] = TAU[i];
+            CNTD[i] = CNT[i];
+        }
+        if (lane == 0) {
+            TMIND[T] = TMIN[T];
+            kmc_tile_out o;
+            memset(&o, 0, sizeof o);
+            out[T] = o;
+        }
+        return;
+    }
+    KMC_SHARED_DOUBLES(smem);
+    double *tau = smem + (size_t)wib * 2 * (size_t)g.cells;
+    int32_t *x = reinterpret_cast<int32_t *>(tau + g.cells);
+    uint32_t *cnt = reinterpret_cast<uint32_t *>(x + g.cells);
+
+    /* lane l loads the cells it owns (d % 32 == l) */
+    for (int d = lane; d < g.cells; d += 32) {
+        const int r = d / P, c = d - r * P;
+        if (c >= g.D) {
+            x[d] = 0;
+            tau[d] = INFINITY;
+            cnt[d] = 0;
+            continue;
+        }
+        const uint64_t i = kmc_tm_index(&g, kmc_wrap(ti * KMC_TILE - h1 + r, g.m),
+                                        kmc_wrap(tj * KMC_TILE - h1 + c, g.n));
+        x[d] = X[i];
+        tau[d] = kmc_dynamic(&g, r, c) ? TAU[i] : INFINITY;
+        cnt[d] = CNT[i];
+    }
+    __syncwarp();
+    double bt;
+    int bd;
+    kmc_lane_scan(&g, ti, tj, tau, lane, &bt, &bd);
+    uint64_t chk[4] = {0, 0, 0, 0}, central = 0, sim = 0;
+    uint32_t overflow = 0;
+
+    for (;;) {
+        /* the earliest (tau, site, cell) of the warp: clocks are >= 0, so their bit patterns
+         * order like the numbers */
+        const unsigned long long bits = (unsigned long long)__double_as_longlong(bt);
+        const unsigned hi = (unsigned)(bits >> 32), lo = (unsigned)bits;
+        const unsigned mhi = __reduce_min_sync(KMC_FULL_MASK, hi);
+        const unsigned mlo = __reduce_min_sync(KMC_FULL_MASK, hi == mhi ? lo : 0xffffffffu);
+        const double tmin = __longlong_as_double((long long)(((unsigned long long)mhi << 32) | mlo));
+        if (!(tmin < t_end))
+            break;
+        const bool tie = hi == mhi && lo == mlo;
+        const unsigned ballot = __ballot_sync(KMC_FULL_MASK, tie);
+        int dmin;
+        if ((ballot & (ballot - 1u)) == 0u) {
+            dmin = __shfl_sync(KMC_FULL_MASK, bd, __ffs((int)ballot) - 1);
+        } else { /* equal times: the smaller site, then the smaller cell (copies) */
+            const unsigned site = tie ? kmc_site_of(&g, ti, tj, bd) : 0xffffffffu;
+            const unsigned ms = __reduce_min_sync(KMC_FULL_MASK, site);
+            dmin = (int)__reduce_min_sync(KMC_FULL_MASK, (tie && site == ms) ? (unsigned)bd : 0xffffffffu);
+        }
+
+        /* the event at dmin (every lane computes the same) */
+        const int rmin = dmin / P, cmin = dmin - rmin * P;
+        int32_t v[9];
+        const int32_t xo = x[dmin];
+        kmc_gather(&g, x, dmin, v);
+        const uint32_t cfg0 = kmc_config_index(&md, v);
+        const uint32_t site0 = kmc_site_rc(&g, ti, tj, rmin, cmin);
+        const uint32_t kf = cnt[dmin] + 1u;
+        const int owner = dmin & 31;
+        carlo_u32x4 fd = {{0u, 0u, 0u, 0u}};
+        bool have_fd = false;
+        int32_t xn = 0;
+        if (kmc_needs_choice(&md, cfg0)) { /* the owner draws, then tells the others */
+            if (lane == owner) {
+                fd = kmc_clock_draw(seed, site0, kf);
+                have_fd = true;
+                xn = kmc_apply(&md, cfg0, xo, kmc_choice_u(fd));
+            }
+            xn = __shfl_sync(KMC_FULL_MASK, xn, owner);
+        } else {
+            xn = kmc_apply(&md, cfg0, xo, 0.0);
+        }
+        __syncwarp();
+        if (lane == owner) {
+            x[dmin] = xn;
+            cnt[dmin] = kf;
+            overflow |= kf == 0u;
+        }
+        __syncwarp();
+
+        /* the cells it touches, each on its own lane */
+        int slot = 0;
+        const int a = kmc_lane_affected(&g, dmin, lane, &slot);
+        if (a >= 0) {
+            const int r = rmin + kmc_slot_dr(slot), c = cmin + kmc_slot_dc(slot);
+            if (kmc_dynamic(&g, r, c)) {
+                int32_t w[9];
+                kmc_gather(&g, x, a, w);
+                const uint32_t cn = kmc_config_index(&md, w);
+                const double An = kmc_total_rate(&md, cn);
+                bool redraw = slot == 0;
+                if (!redraw) {
+                    kmc_set_slot(w, kmc_opposite(slot), xo);
+                    redraw = kmc_total_rate(&md, kmc_config_index(&md, w)) != An;
+                }
+                if (redraw) {
+                    uint32_t k = kf;
+                    if (slot != 0) {
+                        k = cnt[a] + 1u;
+                        cnt[a] = k;
+                        overflow |= k == 0u;
+                    }
+                    const carlo_u32x4 draw =
+                        have_fd ? fd : kmc_clock_draw(seed, kmc_site_rc(&g, ti, tj, r, c), k);
+                    const double tn = kmc_clock(tmin, draw, An, kmc_inv_rate(&md, cn));
+                    tau[a] = tn;
+                    kmc_lane_offer(&g, ti, tj, tau, lane, a, tn, &bt, &bd);
+                }
+            }
+        }
+        kmc_account(&g, rmin, cmin, tmin, site0, xn, chk, &central);
+        sim++;
+        __syncwarp();
+    }
+
+    /* keep the tile */
+    __syncwarp();
+    double tm = INFINITY;
+    for (int q = lane; q < 64; q += 32) {
+        const int d = ((q >> 3) + h1) * P + (q & 7) + h1;
+        const uint64_t i = ((uint64_t)T << 6) + (uint64_t)q;
+        XD[i] = x[d];
+        TAUD[i] = tau[d];
+        CNTD[i] = cnt[d];
+        tm = tau[d] < tm ? tau[d] : tm;
+    }
+    tm = warp_min(tm);
+    if (lane == 0)
+        TMIND[T] = tm;
+    const unsigned any_overflow = __any_sync(KMC_FULL_MASK, overflow != 0u);
+    if (lane == 0) {
+        kmc_tile_out o;
+        o.chk[0] = chk[0];
+        o.chk[1] = chk[1];
+        o.chk[2] = chk[2];
+        o.chk[3] = chk[3];
+        o.events = central;
+        o.sim = sim;
+        o.overflow = any_overflow ? 1u : 0u;
+        o.pad = 0;
+        out[T] = o;
+    }
+}
+
+#endif

@@ -1,0 +1,92 @@
+-- lua/kmc: the edge checksums. A step long enough for the frozen boundary to matter is caught
+-- and rejected (leaving the state untouched); forced through, it is really wrong; and every
+-- step the checksums pass is exact.
+local carlo = require "carlo"
+local check = require "check"
+local models = require "kmc_models"
+
+carlo.threads(1)
+
+local function pair(phi, seed)
+  local a = carlo.kmc{ model = "sos_growth", m = 64, n = 64, phi = phi, seed = seed }
+  local b = carlo.kmc{ model = "sos_growth", m = 64, n = 64, phi = phi, seed = seed, algorithm = "serial" }
+  return a, b
+end
+
+local function same_snap(a, b)
+  return models.diff(a, b) == 0 and a.t == b.t and a.events == b.events
+end
+
+do
+  local s, ref = pair(1, 21)
+  s:run{ events = 50000 }
+  local long = 30 * s.dt -- the adaptive step sits just below the longest safe one
+  local before, stats = s:snapshot{ clocks = true }, s:stats()
+  local ok, events, matched = s:try_step(long)
+  check.ok("lua/kmc/long-step-rejected", not ok and not matched and events > 0
+    and s:stats().rejected == stats.rejected + 1 and s:stats().accepted == stats.accepted,
+    ("accepted %s, matched %s, %d events"):format(tostring(ok), tostring(matched), events))
+  check.ok("lua/kmc/rejected-step-leaves-state", same_snap(s:snapshot{ clocks = true }, before),
+    "the state changed")
+  -- the same step forced through differs from the exact trajectory: the rejection was right
+  local forced, _, fmatched = s:try_step(long, { force = true })
+  ref:run{ time = before.t }
+  ref:run{ time = long }
+  local wrong = models.diff(s:snapshot{ clocks = true }, ref:snapshot{ clocks = true })
+  check.ok("lua/kmc/forced-long-step-is-wrong", forced and not fmatched and wrong > 0 and s.t == ref.t,
+    ("forced %s, matched %s, %d sites differ from the serial run"):format(tostring(forced),
+      tostring(fmatched), wrong))
+end
+
+-- Steps of growing length, each compared with the serial method over the same interval: the
+-- accepted ones are exact, the rejected ones leave the state alone, and both kinds occur.
+for _, phi in ipairs{ 1, 3 } do
+  local s, ref = pair(phi, 30 + phi)
+  local dt, accepted, rejected, wrong = 1e-3, 0, 0, 0
+  for _ = 1, 60 do
+    local ok = s:try_step(dt)
+    if ok then
+      accepted = accepted + 1
+      ref:run{ time = dt }
+      if not same_snap(s:snapshot{ clocks = true }, ref:snapshot{ clocks = true }) then
+        wrong = wrong + 1
+      end
+      dt = dt * 1.6
+    else
+      rejected = rejected + 1
+      dt = dt * 0.5
+    end
+  end
+  check.ok("lua/kmc/accepted-steps-exact-phi" .. phi, wrong == 0 and accepted >= 20 and rejected >= 5,
+    ("%d accepted (%d wrong), %d rejected"):format(accepted, wrong, rejected))
+end
+
+-- A user model with two outcomes per event: a different outcome at the same time must also
+-- be caught (the checksum hashes the new state, not only the time).
+do
+  local a = carlo.kmc{ states = 3, neighbourhood = 8, rates = models.three_state(0.5), m = 32, n = 32,
+                       seed = 12 }
+  local b = carlo.kmc{ states = 3, neighbourhood = 8, rates = models.three_state(0.5), m = 32, n = 32,
+                       seed = 12, algorithm = "serial" }
+  local dt, accepted, rejected, wrong = 1e-3, 0, 0, 0
+  for _ = 1, 60 do
+    if a:try_step(dt) then
+      accepted = accepted + 1
+      b:run{ time = dt }
+      if not same_snap(a:snapshot{ clocks = true }, b:snapshot{ clocks = true }) then wrong = wrong + 1 end
+      dt = dt * 1.6
+    else
+      rejected = rejected + 1
+      dt = dt * 0.5
+    end
+  end
+  check.ok("lua/kmc/accepted-steps-exact-three-state", wrong == 0 and accepted >= 20 and rejected >= 5,
+    ("%d accepted (%d wrong), %d rejected"):format(accepted, wrong, rejected))
+end
+
+check.raises("lua/kmc/try-step-needs-tiled", function()
+  carlo.kmc{ model = "sos_growth", m = 8, n = 8, phi = 1, seed = 1, algorithm = "bkl" }:try_step(1)
+end, "kmc:try_step", "tiled")
+check.raises("lua/kmc/try-step-positive", function()
+  carlo.kmc{ model = "sos_growth", m = 8, n = 8, phi = 1, seed = 1 }:try_step(-1)
+end, "dt must be a finite number > 0")

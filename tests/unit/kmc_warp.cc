@@ -1,0 +1,458 @@
+/* unit/kmc-warp — the GPU step kernel (cuda/kmc_step.cuh), compiled here by the host C++
+ * compiler and run on the CPU: every lane of a warp is a fiber (ucontext), and the warp
+ * intrinsics the kernel uses (__syncwarp, __shfl_sync, __reduce_min_sync, __ballot_sync,
+ * __any_sync) are meeting points where every lane of the warp must arrive before any goes
+ * on. Plugged in as the "gpu" backend, the kernel must give the serial waiting-time
+ * trajectory bit for bit and the CPU backend's steps, so the warp logic (lane ownership, the
+ * reductions, tie breaking, the owner's broadcast of a chosen event) is tested on machines
+ * without a GPU. The checksum kernel and the transfers are not: tests/gpu covers those. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <ucontext.h>
+
+extern "C" {
+#include "core/error.h"
+#include "kmc/kmc.h"
+}
+#include "check.h"
+
+/* ---------- a warp of fibers ---------- */
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+
+struct emu_dim {
+    unsigned x, y, z;
+};
+
+static emu_dim threadIdx, blockIdx, blockDim;
+
+enum { LANE_STACK = 1 << 18 };
+
+struct emu_warp {
+    ucontext_t sched, lane[32];
+    char *stack[32];
+    int finished[32], meets[32];
+    unsigned long long slot[32];
+    double *smem;
+    unsigned block, first_thread;
+    void (*body)(void *);
+    void *ctx;
+};
+
+static emu_warp W;
+static int emu_lane;
+
+/* every lane stops here until all 32 have arrived (the scheduler resumes them in turn) */
+static void emu_meet()
+{
+    W.meets[emu_lane]++;
+    swapcontext(&W.lane[emu_lane], &W.sched);
+    threadIdx = {W.first_thread + (unsigned)emu_lane, 0, 0};
+}
+
+static void __syncwarp(unsigned = 0xffffffffu) { emu_meet(); }
+
+template <class T> static T __shfl_sync(unsigned, T v, int src)
+{
+    unsigned long long u = 0;
+    memcpy(&u, &v, sizeof v);
+    W.slot[emu_lane] = u;
+    emu_meet();
+    T r;
+    u = W.slot[src & 31];
+    memcpy(&r, &u, sizeof r);
+    emu_meet();
+    return r;
+}
+
+static unsigned __reduce_min_sync(unsigned, unsigned v)
+{
+    W.slot[emu_lane] = v;
+    emu_meet();
+    unsigned m = 0xffffffffu;
+    for (int l = 0; l < 32; l++)
+        m = (unsigned)W.slot[l] < m ? (unsigned)W.slot[l] : m;
+    emu_meet();
+    return m;
+}
+
+static unsigned __ballot_sync(unsigned, int pred)
+{
+    W.slot[emu_lane] = pred != 0;
+    emu_meet();
+    unsigned bits = 0;
+    for (int l = 0; l < 32; l++)
+        bits |= (unsigned)W.slot[l] << l;
+    emu_meet();
+    return bits;
+}
+
+static int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
+static int __ffs(int x) { return ffs(x); }
+
+static long long __double_as_longlong(double d)
+{
+    long long b;
+    memcpy(&b, &d, sizeof b);
+    return b;
+}
+
+static double __longlong_as_double(long long b)
+{
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
+#define KMC_SHARED_DOUBLES(name) double *name = W.smem
+#include "kmc_step.cuh"
+
+static void lane_main(int l)
+{
+    W.body(W.ctx);
+    W.finished[l] = 1;
+}
+
+/* One warp (block b, warp w of it) to the end, all 32 lanes in step. */
+static void emu_run_warp(unsigned b, unsigned w)
+{
+    W.block = b;
+    W.first_thread = w * 32;
+    blockIdx = {b, 0, 0};
+    for (int l = 0; l < 32; l++) {
+        W.finished[l] = 0;
+        W.meets[l] = 0;
+        getcontext(&W.lane[l]);
+        W.lane[l].uc_stack.ss_sp = W.stack[l];
+        W.lane[l].uc_stack.ss_size = LANE_STACK;
+        W.lane[l].uc_link = &W.sched;
+        makecontext(&W.lane[l], (void (*)())lane_main, 1, l);
+    }
+    for (;;) { /* one round: every lane runs to its next meeting point or its end */
+        for (int l = 0; l < 32; l++) {
+            emu_lane = l;
+            threadIdx = {W.first_thread + (unsigned)l, 0, 0};
+            swapcontext(&W.sched, &W.lane[l]);
+        }
+        int done = 0;
+        for (int l = 0; l < 32; l++)
+            done += W.finished[l];
+        if (done == 32)
+            return;
+        for (int l = 1; l < 32; l++)
+            if (W.finished[l] != W.finished[0] || W.meets[l] != W.meets[0]) {
+                printf("FAIL unit/kmc-warp/convergence: lanes 0 and %d reached different warp "
+                       "intrinsics (block %u, warp %u)\n", l, b, w);
+                exit(1);
+            }
+    }
+}
+
+/* body(ctx) on every thread of a grid, one warp at a time (the kernel never synchronises
+ * a block), each warp with its slice of the block's dynamic shared memory. */
+static void emu_launch(unsigned blocks, unsigned threads, size_t smem, void (*body)(void *), void *ctx)
+{
+    blockDim = {threads, 1, 1};
+    double *shared = static_cast<double *>(calloc(smem / 8 + 1, 8));
+    for (int l = 0; l < 32; l++)
+        if (!W.stack[l])
+            W.stack[l] = static_cast<char *>(malloc(LANE_STACK));
+    W.smem = shared;
+    W.body = body;
+    W.ctx = ctx;
+    for (unsigned b = 0; b < blocks; b++)
+        for (unsigned w = 0; w < threads / 32; w++)
+            emu_run_warp(b, w);
+    free(shared);
+}
+
+/* ---------- the kernel as a backend ---------- */
+
+struct emu_impl {
+    kmc_gpu_buffers b;
+    kmc_tile_out *out;
+    int ntiles;
+};
+
+struct step_args {
+    kmc_system *s;
+    emu_impl *im;
+};
+
+static void step_body(void *p)
+{
+    step_args *a = static_cast<step_args *>(p);
+    step_kernel(a->s->geom, a->s->model, a->s->seed, a->im->b, &a->s->ctrl, a->im->out, a->im->ntiles);
+}
+
+static int emu_create(kmc_system *s)
+{
+    emu_impl *im = static_cast<emu_impl *>(calloc(1, sizeof(emu_impl)));
+    s->impl = im;
+    size_t N = (size_t)s->m * (size_t)s->n;
+    im->ntiles = s->geom.ntr * s->geom.ntc;
+    for (int k = 0; k < 2; k++) {
+        im->b.x[k] = static_cast<int32_t *>(calloc(N, 4));
+        im->b.tau[k] = static_cast<double *>(calloc(N, 8));
+        im->b.cnt[k] = static_cast<uint32_t *>(calloc(N, 4));
+        im->b.tmin[k] = static_cast<double *>(calloc((size_t)im->ntiles, 8));
+    }
+    im->out = static_cast<kmc_tile_out *>(calloc((size_t)im->ntiles, sizeof(kmc_tile_out)));
+    return 0;
+}
+
+static void emu_destroy(kmc_system *s)
+{
+    emu_impl *im = static_cast<emu_impl *>(s->impl);
+    for (int k = 0; k < 2; k++) {
+        free(im->b.x[k]);
+        free(im->b.tau[k]);
+        free(im->b.cnt[k]);
+        free(im->b.tmin[k]);
+    }
+    free(im->out);
+    free(im);
+    s->impl = NULL;
+}
+
+static int emu_set_state(kmc_system *s, const int32_t *x, const double *tau, const uint32_t *cnt)
+{
+    emu_impl *im = static_cast<emu_impl *>(s->impl);
+    int f = (int)s->ctrl.front;
+    if (x)
+        kmc_to_tiles(&s->geom, x, im->b.x[f], 4);
+    if (tau) {
+        kmc_to_tiles(&s->geom, tau, im->b.tau[f], 8);
+        kmc_tile_minima(&s->geom, im->b.tau[f], im->b.tmin[f]);
+    }
+    if (cnt)
+        kmc_to_tiles(&s->geom, cnt, im->b.cnt[f], 4);
+    return 0;
+}
+
+static int emu_get_state(kmc_system *s, int32_t *x, double *tau, uint32_t *cnt)
+{
+    emu_impl *im = static_cast<emu_impl *>(s->impl);
+    int f = (int)s->ctrl.front;
+    if (x)
+        kmc_from_tiles(&s->geom, im->b.x[f], x, 4);
+    if (tau)
+        kmc_from_tiles(&s->geom, im->b.tau[f], tau, 8);
+    if (cnt)
+        kmc_from_tiles(&s->geom, im->b.cnt[f], cnt, 4);
+    return 0;
+}
+
+/* the step kernel emulated; the checksum comparison and the decision as in validate_kernel */
+static int emu_advance(kmc_system *s, uint64_t budget)
+{
+    emu_impl *im = static_cast<emu_impl *>(s->impl);
+    const unsigned tpb = (unsigned)s->tiles_per_block;
+    for (uint64_t k = 0; k < budget && !s->ctrl.done; k++) {
+        step_args a = {s, im};
+        emu_launch((unsigned)((im->ntiles + (int)tpb - 1) / (int)tpb), 32 * tpb,
+                   (size_t)tpb * (size_t)s->geom.cells * 16, step_body, &a);
+        uint64_t ev = 0, sim = 0;
+        uint32_t bad = 0, ovf = 0;
+        for (int T = 0; T < im->ntiles; T++) {
+            bad |= !kmc_tile_matches(&s->geom, im->out, T);
+            ev += im->out[T].events;
+            sim += im->out[T].sim;
+            ovf |= im->out[T].overflow;
+        }
+        kmc_ctrl_decide(&s->ctrl, ev, sim, bad, ovf);
+    }
+    return 0;
+}
+
+static int emu_min_tau(kmc_system *s, double *out)
+{
+    emu_impl *im = static_cast<emu_impl *>(s->impl);
+    double m = INFINITY;
+    for (int T = 0; T < im->ntiles; T++)
+        m = im->b.tmin[s->ctrl.front][T] < m ? im->b.tmin[s->ctrl.front][T] : m;
+    *out = m;
+    return 0;
+}
+
+static int emu_sync(kmc_system *) { return 0; }
+
+static const kmc_backend emu_backend = {"emulated-gpu", emu_create, emu_destroy, emu_set_state,
+                                        emu_get_state, emu_advance, emu_min_tau, emu_sync};
+
+/* ---------- the checks ---------- */
+
+struct model_spec {
+    int kind, S, nbh;
+    double phi;
+    double (*rate)(int x, const int *nb, int k, int *to); /* user models: event k's rate */
+};
+
+static double three_state(int x, const int *nb, int k, int *to)
+{
+    int n[3] = {0, 0, 0};
+    for (int q = 0; q < 8; q++)
+        n[nb[q]]++;
+    int y = k == 0 ? (x + 1) % 3 : (x + 2) % 3;
+    *to = y;
+    return exp(0.3 * (n[y] - n[x]));
+}
+
+static double glauber(int x, const int *nb, int k, int *to)
+{
+    if (k > 0)
+        return 0;
+    int h = 0;
+    for (int q = 0; q < 4; q++)
+        h += 2 * nb[q] - 1;
+    *to = 1 - x;
+    return 1.0 / (1.0 + exp(0.4 * 2 * (2 * x - 1) * h));
+}
+
+static kmc_system *make(const model_spec *ms, int m, int n, int halo, int tpb, kmc_algorithm alg,
+                        carlo_device_kind dev, uint64_t seed)
+{
+    kmc_params p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.n = n;
+    p.algorithm = alg;
+    p.device = dev;
+    p.seed = seed;
+    p.kind = ms->kind;
+    p.phi = ms->phi;
+    p.k2 = 1;
+    p.halo = halo;
+    p.tiles_per_block = tpb;
+    p.alpha_initial = 10;
+    p.alpha_after = 1.03;
+    p.beta = 0.5;
+    static double rates[1 << 16];
+    static int32_t targets[1 << 16];
+    static uint32_t counts[1 << 16];
+    if (ms->kind == KMC_TABLE) {
+        p.S = ms->S;
+        p.nbh = ms->nbh;
+        uint32_t nc = 1, e = 0;
+        for (int k = 0; k <= ms->nbh; k++)
+            nc *= (uint32_t)ms->S;
+        for (uint32_t cfg = 0; cfg < nc; cfg++) {
+            int v[9], rest = (int)cfg;
+            for (int k = 0; k <= ms->nbh; k++) {
+                v[k] = rest % ms->S;
+                rest /= ms->S;
+            }
+            counts[cfg] = 0;
+            for (int k = 0; k < 2; k++) {
+                int to;
+                double r = ms->rate(v[0], v + 1, k, &to);
+                if (r > 0) {
+                    rates[e] = r;
+                    targets[e++] = to;
+                    counts[cfg]++;
+                }
+            }
+        }
+        p.rates = rates;
+        p.targets = targets;
+        p.counts = counts;
+        p.nevents = e;
+    }
+    kmc_system *s = kmc_create(&p);
+    if (!s)
+        printf("kmc_create: %s\n", carlo_errmsg());
+    return s;
+}
+
+static int run_to(kmc_system *s, double time, uint64_t events)
+{
+    kmc_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.time = time;
+    o.events = events;
+    o.quiet = 1;
+    kmc_run_result r;
+    return kmc_run_ex(s, &o, &r);
+}
+
+/* sites whose state, clock or draw counter differ */
+static long differ(kmc_system *a, kmc_system *b)
+{
+    size_t N = (size_t)a->m * (size_t)a->n;
+    int32_t *xa = new int32_t[N], *xb = new int32_t[N];
+    double *ta = new double[N], *tb = new double[N];
+    uint32_t *ca = new uint32_t[N], *cb = new uint32_t[N];
+    a->be->get_state(a, xa, ta, ca);
+    b->be->get_state(b, xb, tb, cb);
+    long bad = 0;
+    for (size_t i = 0; i < N; i++)
+        bad += xa[i] != xb[i] || ta[i] != tb[i] || ca[i] != cb[i];
+    delete[] xa;
+    delete[] xb;
+    delete[] ta;
+    delete[] tb;
+    delete[] ca;
+    delete[] cb;
+    return bad;
+}
+
+static void compare(const char *name, const model_spec *ms, int m, int n, int halo, int tpb,
+                    uint64_t events)
+{
+    kmc_system *gpu = make(ms, m, n, halo, tpb, KMC_TILED, CARLO_GPU, 41);
+    kmc_system *cpu = make(ms, m, n, halo, 1, KMC_TILED, CARLO_CPU, 41);
+    kmc_system *ser = make(ms, m, n, halo, 1, KMC_SERIAL, CARLO_CPU, 41);
+    if (!gpu || !cpu || !ser) {
+        CHECK(name, 0, "could not create the systems");
+        return;
+    }
+    int rc = run_to(gpu, 0, events) || run_to(cpu, 0, events) || run_to(ser, gpu->ctrl.t, 0);
+    long d_ser = differ(gpu, ser), d_cpu = differ(gpu, cpu);
+    const kmc_ctrl *g = &gpu->ctrl, *c = &cpu->ctrl;
+    CHECK(name, rc == 0 && d_ser == 0 && d_cpu == 0 && g->t == ser->ctrl.t && g->events == ser->ctrl.events &&
+                    g->accepted == c->accepted && g->rejected == c->rejected && g->simulated == c->simulated &&
+                    g->rejected > 0,
+          "rc %d; %ld sites differ from serial, %ld from cpu; steps %llu/%llu vs %llu/%llu", rc, d_ser,
+          d_cpu, (unsigned long long)g->accepted, (unsigned long long)g->rejected,
+          (unsigned long long)c->accepted, (unsigned long long)c->rejected);
+    kmc_destroy(gpu);
+    kmc_destroy(cpu);
+    kmc_destroy(ser);
+}
+
+int main(void)
+{
+    kmc_gpu_backend = &emu_backend;
+    model_spec sos1 = {KMC_SOS, 0, 4, 1.0, NULL};
+    model_spec sos3 = {KMC_SOS, 0, 4, 3.0, NULL};
+    model_spec three = {KMC_TABLE, 3, 8, 0, three_state};
+    model_spec ising = {KMC_TABLE, 2, 4, 0, glauber};
+    compare("unit/kmc-warp/sos-phi1", &sos1, 16, 16, 3, 2, 1500);
+    compare("unit/kmc-warp/sos-phi3-halo7", &sos3, 16, 16, 7, 1, 600);
+    compare("unit/kmc-warp/three-state-moore", &three, 16, 16, 2, 4, 1000);
+    compare("unit/kmc-warp/glauber-halo1", &ising, 16, 24, 1, 3, 1000);
+    compare("unit/kmc-warp/copies-8x16", &sos1, 8, 16, 5, 1, 600);
+
+    /* a step forced past the checksums: the same verdict and the same wrong state */
+    kmc_system *gpu = make(&sos1, 16, 16, 2, 1, KMC_TILED, CARLO_GPU, 7);
+    kmc_system *cpu = make(&sos1, 16, 16, 2, 1, KMC_TILED, CARLO_CPU, 7);
+    int ga, gm, ca, cm;
+    uint64_t ge, ce;
+    int rc = run_to(gpu, 0, 300) || run_to(cpu, 0, 300) ||
+             kmc_try_step(gpu, 40 * gpu->ctrl.dt, 0, &ga, &gm, &ge) ||
+             kmc_try_step(cpu, 40 * cpu->ctrl.dt, 0, &ca, &cm, &ce);
+    int same_reject = rc == 0 && !ga && !gm && !ca && !cm && ge == ce;
+    rc = kmc_try_step(gpu, 40 * gpu->ctrl.dt, 1, &ga, &gm, &ge) ||
+         kmc_try_step(cpu, 40 * cpu->ctrl.dt, 1, &ca, &cm, &ce);
+    CHECK("unit/kmc-warp/forced-step", same_reject && rc == 0 && ga && !gm && ca && !cm && ge == ce &&
+                                           differ(gpu, cpu) == 0,
+          "verdicts differ");
+    kmc_destroy(gpu);
+    kmc_destroy(cpu);
+    return check_failed;
+}
