@@ -16,6 +16,7 @@
 #include "kmc/kmc.h"
 #include "kmc/kmc_lua.h"
 #include "traj/checkpoint.h"
+#include "traj/traj_lua.h"
 
 #define KMC_MT "carlo.kmc"
 #define KMC_HALO_DEFAULT 4
@@ -294,9 +295,16 @@ static void push_run(lua_State *L, const kmc_system *s, const kmc_run_result *r)
 }
 
 /* sys:run{ time = | events =, quiet = } */
+static int write_frame(void *ctx, kmc_system *s)
+{
+    (void)s;
+    return traj_sink_write((traj_sink *)ctx);
+}
+
+/* sys:run{ time = | events =, every = (time between frames), trajectory =, quiet = } */
 static int l_run(lua_State *L)
 {
-    static const char *const keys[] = {"time", "events", "quiet", NULL};
+    static const char *const keys[] = {"time", "events", "every", "trajectory", "quiet", NULL};
     const char *where = "kmc:run";
     kmc_system *s = check(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -311,6 +319,15 @@ static int l_run(lua_State *L)
     else
         o.events = (uint64_t)carlo_arg_int(L, 2, where, "events", 1, 0, 1, (int64_t)1 << 62);
     o.quiet = carlo_arg_bool(L, 2, where, "quiet", 0);
+    if (carlo_arg_has(L, 2, "every") != carlo_arg_has(L, 2, "trajectory"))
+        return luaL_error(L, "%s: trajectory and every go together (every: the time between frames)",
+                          where);
+    traj_sink sink; /* a frame at every multiple of `every` in time, written from C */
+    if (traj_lua_sink_target(L, 2, 1, where, s->ctrl.events, &sink)) {
+        o.every = carlo_arg_num(L, 2, where, "every", 1, 0, 0, 0, INFINITY, 0);
+        o.callback = write_frame;
+        o.ctx = &sink;
+    }
     kmc_run_result r;
     if (kmc_run_ex(s, &o, &r))
         return carlo_raise(L, where);

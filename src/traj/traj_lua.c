@@ -64,17 +64,13 @@ int traj_sink_write(traj_sink *s)
     return traj_write_system(s->tr, s->model, s->sys);
 }
 
-uint64_t traj_lua_sink(lua_State *L, int args, int sys_idx, const char *where, uint64_t step,
-                       traj_sink *sink)
+int traj_lua_sink_target(lua_State *L, int args, int sys_idx, const char *where, uint64_t step,
+                         traj_sink *sink)
 {
     memset(sink, 0, sizeof *sink);
     args = lua_absindex(L, args);
-    int has_tr = carlo_arg_has(L, args, "trajectory"), has_every = carlo_arg_has(L, args, "every");
-    if (!has_tr && !has_every)
+    if (!carlo_arg_has(L, args, "trajectory"))
         return 0;
-    if (has_tr != has_every)
-        luaL_error(L, "%s: trajectory and every go together (every: sweeps between frames)", where);
-    uint64_t every = (uint64_t)carlo_arg_int(L, args, where, "every", 1, 0, 1, (int64_t)1 << 40);
     lua_getfield(L, args, "trajectory");
     traj_file *t = traj_lua_check(L, -1, where);
     lua_pop(L, 1);
@@ -87,6 +83,21 @@ uint64_t traj_lua_sink(lua_State *L, int args, int sys_idx, const char *where, u
     if (traj_append_pending(t) && traj_drop_after(t, step, 0) < 0)
         carlo_raise(L, where);
     sink->tr = t;
+    return 1;
+}
+
+uint64_t traj_lua_sink(lua_State *L, int args, int sys_idx, const char *where, uint64_t step,
+                       traj_sink *sink)
+{
+    args = lua_absindex(L, args);
+    int has_tr = carlo_arg_has(L, args, "trajectory"), has_every = carlo_arg_has(L, args, "every");
+    memset(sink, 0, sizeof *sink);
+    if (!has_tr && !has_every)
+        return 0;
+    if (has_tr != has_every)
+        luaL_error(L, "%s: trajectory and every go together (every: sweeps between frames)", where);
+    uint64_t every = (uint64_t)carlo_arg_int(L, args, where, "every", 1, 0, 1, (int64_t)1 << 40);
+    traj_lua_sink_target(L, args, sys_idx, where, step, sink);
     return every;
 }
 

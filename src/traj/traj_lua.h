@@ -35,6 +35,11 @@ typedef struct traj_sink {
 uint64_t traj_lua_sink(lua_State *L, int args, int sys_idx, const char *where, uint64_t step,
                        traj_sink *sink);
 
+/* The `trajectory` key alone, for models whose period is not a count of sweeps (KMC: a
+ * time): 1 and the sink set up when given, else 0. */
+int traj_lua_sink_target(lua_State *L, int args, int sys_idx, const char *where, uint64_t step,
+                         traj_sink *sink);
+
 /* Write the system's current frame: 0, or -1 with the message set. No-op without tr. */
 int traj_sink_write(traj_sink *sink);
 int traj_write_system(traj_file *t, const carlo_model *m, void *sys);

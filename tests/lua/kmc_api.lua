@@ -200,3 +200,21 @@ do
       ("%d events"):format(once.events))
   end
 end
+
+-- trajectories: run{ time =, every =, trajectory = } writes a frame at every multiple of every
+do
+  local path = check.tmp .. "/kmc-run.ctr"
+  local sys = carlo.kmc{ model = "sos_growth", m = 16, n = 16, phi = 1, seed = 4, device = "cpu" }
+  local tr = carlo.trajectory(path, "w")
+  sys:run{ time = 2.0, every = 0.5, trajectory = tr }
+  tr:close()
+  local rd = carlo.trajectory(path, "r")
+  local last = rd:frame(-1)
+  local snap = sys:snapshot()
+  local same = #rd == 4 and last["log/t"][1] == sys.t and last["configuration/step"][1] == sys.events
+  for i = 1, 16 * 16 do same = same and last["lattice/height"][i] == snap.state[i] end
+  check.ok("lua/kmc/run-writes-trajectory", same, ("%d frames, t %s"):format(#rd, tostring(last["log/t"][1])))
+  rd:close()
+  check.raises("lua/kmc/run-every-without-trajectory", function() sys:run{ time = 1, every = 0.5 } end,
+               "trajectory and every go together")
+end
