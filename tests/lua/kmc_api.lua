@@ -218,3 +218,14 @@ do
   check.raises("lua/kmc/run-every-without-trajectory", function() sys:run{ time = 1, every = 0.5 } end,
                "trajectory and every go together")
 end
+
+-- the default halo: 1 when no event depends on the neighbours, else 4
+do
+  local function halo(t) t.seed = 1; t.device = "cpu"; return carlo.kmc(t).halo end
+  check.ok("lua/kmc/default-halo",
+    halo{ model = "sos_growth", m = 16, n = 16, phi = 0 } == 1 and
+    halo{ model = "sos_growth", m = 16, n = 16, phi = 1 } == 4 and
+    halo{ states = 2, m = 16, n = 16, rates = function(x) return { { 1 + x, 1 - x } } end } == 1 and
+    halo{ states = 2, m = 16, n = 16, rates = function(x, nb) return { { 1 + nb[1], 1 - x } } end } == 4 and
+    halo{ model = "sos_growth", m = 16, n = 16, phi = 0, halo = 3 } == 3)
+end
