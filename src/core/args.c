@@ -200,3 +200,11 @@ int carlo_raise(lua_State *L, const char *where)
 {
     return luaL_error(L, "%s: %s", where, carlo_errmsg());
 }
+
+carlo_device_kind carlo_lua_device(lua_State *L, const char *where, const char *request)
+{
+    carlo_device_kind kind = CARLO_CPU;
+    if (carlo_device_resolve(request, &kind))
+        carlo_raise(L, where);
+    return kind;
+}

@@ -34,6 +34,11 @@ const char *carlo_arg_str(lua_State *L, int idx, const char *where, const char *
  * system's entropy and printed once on stderr (unless quiet). */
 uint64_t carlo_arg_seed(lua_State *L, int idx, const char *where);
 
+/* Resolve a device request ("auto", "cpu", "gpu"; NULL: the default) or raise an error
+ * prefixed by where. */
+#include "core/device.h"
+carlo_device_kind carlo_lua_device(lua_State *L, const char *where, const char *request);
+
 /* Raise a Lua error with the message of the last failed C call, prefixed by where. */
 int carlo_raise(lua_State *L, const char *where);
 

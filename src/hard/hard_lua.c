@@ -161,14 +161,6 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
     return x;
 }
 
-static carlo_device_kind resolve_device(lua_State *L, const char *where, const char *request)
-{
-    carlo_device_kind kind;
-    if (carlo_device_resolve(request, &kind))
-        fail(L, "%s: %s", where, carlo_errmsg());
-    return kind;
-}
-
 /* An optional keyword table at idx (absent or nil: an empty one). */
 static void optional_table(lua_State *L, int idx)
 {
@@ -257,7 +249,7 @@ static int construct(lua_State *L, int dim)
     }
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
-    p.device = resolve_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
+    p.device = carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
     lua_Integer step = 0; /* a snapshot's step carries on (trajectories continue their numbering) */
     if (snap) {
         lua_getfield(L, 1, "init");
@@ -280,17 +272,6 @@ static int l_hard_disks(lua_State *L) { return construct(L, 2); }
 static int l_hard_spheres(lua_State *L) { return construct(L, 3); }
 
 /* ---------- running ---------- */
-
-static int save_to(lua_State *L, hard_system *s, const char *path, const char *where)
-{
-    carlo_frame f;
-    carlo_frame_init(&f);
-    int rc = hard_checkpoint(s, &f) || traj_checkpoint_save(path, &f);
-    carlo_frame_free(&f);
-    if (rc)
-        return carlo_raise(L, where);
-    return 0;
-}
 
 /* sys:run{ sweeps = n | upto = step, walltime =, checkpoint =, quiet = } */
 static int write_frame(void *ctx, hard_system *s)
@@ -335,16 +316,9 @@ static int l_run(lua_State *L)
     hard_run_result res;
     if (hard_run_ex(s, &o, &res))
         return carlo_raise(L, where);
-    if (res.stopped_early) {
-        if (ckpt)
-            save_to(L, s, ckpt, where);
-        if (!carlo_quiet && !o.quiet)
-            fprintf(stderr, "carlo: %s run stopped early at step %llu (%llu of %llu sweeps) to stay "
-                            "within walltime = %g s%s%s\n", model_name(s),
-                    (unsigned long long)s->step, (unsigned long long)res.sweeps,
-                    (unsigned long long)o.sweeps, o.walltime, ckpt ? "; checkpoint written to " : "",
-                    ckpt ? ckpt : "");
-    }
+    if (res.stopped_early)
+        traj_lua_stopped_early(L, 1, where, s->step, res.sweeps, o.sweeps, o.walltime, ckpt,
+                               o.quiet);
     lua_createtable(L, 0, 4);
     lua_pushinteger(L, (lua_Integer)res.sweeps);
     lua_setfield(L, -2, "sweeps");
@@ -725,8 +699,9 @@ static int l_verify(lua_State *L)
 
 static int l_save(lua_State *L)
 {
-    hard_system *s = check(L, 1);
-    return save_to(L, s, luaL_checkstring(L, 2), "hard:save");
+    check(L, 1);
+    traj_lua_save(L, 1, luaL_checkstring(L, 2), "hard:save");
+    return 0;
 }
 
 static int l_close(lua_State *L)
@@ -881,7 +856,7 @@ static int model_checkpoint(void *ud, carlo_frame *f)
 
 static int model_restore(lua_State *L, const carlo_frame *f, const char *device)
 {
-    carlo_device_kind kind = resolve_device(L, "carlo.load", device);
+    carlo_device_kind kind = carlo_lua_device(L, "carlo.load", device);
     hard_system *s = hard_restore(f, kind);
     if (!s)
         return fail(L, "carlo.load: hard-particle checkpoint: %s", carlo_errmsg());

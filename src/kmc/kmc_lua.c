@@ -287,8 +287,7 @@ static int l_kmc(lua_State *L)
     const char *device = carlo_arg_str(L, 1, where, "device", 0);
     if (p.algorithm != KMC_TILED && !device)
         device = "cpu"; /* the serial algorithms run on the CPU whatever the default device */
-    if (carlo_device_resolve(device, &p.device))
-        return carlo_raise(L, where);
+    p.device = carlo_lua_device(L, where, device);
     /* Events that never depend on the neighbours (sos_growth at phi = 0, a table whose events
      * are the same in every neighbourhood) keep tiles independent: the narrowest halo is then
      * exact without a single rejected step and does the least work. */
@@ -565,14 +564,8 @@ static int l_png(lua_State *L)
 
 static int l_save(lua_State *L)
 {
-    kmc_system *s = check(L, 1);
-    const char *path = luaL_checkstring(L, 2);
-    carlo_frame f;
-    carlo_frame_init(&f);
-    int rc = kmc_checkpoint(s, &f) || traj_checkpoint_save(path, &f);
-    carlo_frame_free(&f);
-    if (rc)
-        return carlo_raise(L, "kmc:save");
+    check(L, 1);
+    traj_lua_save(L, 1, luaL_checkstring(L, 2), "kmc:save");
     return 0;
 }
 
@@ -666,10 +659,7 @@ static int model_restore(lua_State *L, const carlo_frame *f, const char *device)
         return luaL_error(L, "carlo.load: kmc checkpoint: %s", carlo_errmsg());
     if (!device && shape[2] != KMC_TILED)
         device = "cpu";
-    carlo_device_kind kind;
-    if (carlo_device_resolve(device, &kind))
-        return luaL_error(L, "carlo.load: %s", carlo_errmsg());
-    kmc_system *s = kmc_restore(f, kind);
+    kmc_system *s = kmc_restore(f, carlo_lua_device(L, "carlo.load", device));
     if (!s)
         return luaL_error(L, "carlo.load: kmc checkpoint: %s", carlo_errmsg());
     push_system(L, s);

@@ -45,14 +45,6 @@ static void push_system(lua_State *L, lj_system *s)
     luaL_setmetatable(L, LJ_MT);
 }
 
-static carlo_device_kind resolve_device(lua_State *L, const char *where, const char *request)
-{
-    carlo_device_kind kind;
-    if (carlo_device_resolve(request, &kind))
-        luaL_error(L, "%s: %s", where, carlo_errmsg());
-    return kind;
-}
-
 /* ---------- the constructor ---------- */
 
 /* box = L (a cube or square), { Lx, Ly [, Lz] } or the six GSD numbers { Lx, Ly, Lz, xy, xz,
@@ -212,7 +204,7 @@ static int l_lj(lua_State *L)
     p.passes = (int)carlo_arg_int(L, 1, where, "passes", 0, 1, 1, 1000);
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
-    p.device = resolve_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
+    p.device = carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
     /* the shortest box length, for the messages below */
     double Lmin = p.box[0];
     for (int a = 1; a < p.dim; a++)
@@ -235,17 +227,6 @@ static int l_lj(lua_State *L)
 }
 
 /* ---------- running ---------- */
-
-static int save_to(lua_State *L, lj_system *s, const char *path, const char *where)
-{
-    carlo_frame f;
-    carlo_frame_init(&f);
-    int rc = lj_checkpoint(s, &f) || traj_checkpoint_save(path, &f);
-    carlo_frame_free(&f);
-    if (rc)
-        return carlo_raise(L, where);
-    return 0;
-}
 
 #define CHECK_EVERY_DEFAULT 1000
 
@@ -317,16 +298,9 @@ static int l_run(lua_State *L)
     lj_run_result res;
     if (lj_run_ex(s, &o, &res))
         return carlo_raise(L, where);
-    if (res.stopped_early) {
-        if (ckpt)
-            save_to(L, s, ckpt, where);
-        if (!carlo_quiet && !o.quiet)
-            fprintf(stderr, "carlo: lj run stopped early at step %llu (%llu of %llu sweeps) to stay "
-                            "within walltime = %g s%s%s\n",
-                    (unsigned long long)s->step, (unsigned long long)res.sweeps,
-                    (unsigned long long)o.sweeps, o.walltime, ckpt ? "; checkpoint written to " : "",
-                    ckpt ? ckpt : "");
-    }
+    if (res.stopped_early)
+        traj_lua_stopped_early(L, 1, where, s->step, res.sweeps, o.sweeps, o.walltime, ckpt,
+                               o.quiet);
     lua_createtable(L, 0, 5);
     lua_pushinteger(L, (lua_Integer)res.sweeps);
     lua_setfield(L, -2, "sweeps");
@@ -639,8 +613,9 @@ static int l_snapshot(lua_State *L)
 
 static int l_save(lua_State *L)
 {
-    lj_system *s = check(L, 1);
-    return save_to(L, s, luaL_checkstring(L, 2), "lj:save");
+    check(L, 1);
+    traj_lua_save(L, 1, luaL_checkstring(L, 2), "lj:save");
+    return 0;
 }
 
 static int l_close(lua_State *L)
@@ -776,7 +751,7 @@ static int model_checkpoint(void *ud, carlo_frame *f)
 
 static int model_restore(lua_State *L, const carlo_frame *f, const char *device)
 {
-    carlo_device_kind kind = resolve_device(L, "carlo.load", device);
+    carlo_device_kind kind = carlo_lua_device(L, "carlo.load", device);
     lj_system *s = lj_restore(f, kind);
     if (!s)
         return luaL_error(L, "carlo.load: lj checkpoint: %s", carlo_errmsg());

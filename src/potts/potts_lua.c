@@ -44,14 +44,6 @@ static void push_system(lua_State *L, potts_system *s)
     luaL_setmetatable(L, POTTS_MT);
 }
 
-static carlo_device_kind resolve_device(lua_State *L, const char *where, const char *request)
-{
-    carlo_device_kind kind;
-    if (carlo_device_resolve(request, &kind))
-        luaL_error(L, "%s: %s", where, carlo_errmsg());
-    return kind;
-}
-
 /* ---------- constructors ---------- */
 
 static int construct(lua_State *L, int ensemble)
@@ -114,7 +106,7 @@ static int construct(lua_State *L, int ensemble)
     int algorithm = carlo_arg_enum(L, 1, where, "algorithm", "metropolis", ALGORITHMS);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     const char *device = carlo_arg_str(L, 1, where, "device", 0);
-    carlo_device_kind kind = resolve_device(L, where, device);
+    carlo_device_kind kind = carlo_lua_device(L, where, device);
 
     potts_params p = {.L = (int)Lside, .q = q, .R = R, .algorithm = (potts_algorithm)algorithm,
                       .device = kind, .seed = seed, .beta = beta};
@@ -141,17 +133,6 @@ static int l_potts_ensemble(lua_State *L) { return construct(L, 1); }
 static double checkpoint_reserve(const potts_system *s)
 {
     return 0.5 + (double)s->L * (double)s->L * (double)s->R / 1e8;
-}
-
-static int save_to(lua_State *L, potts_system *s, const char *path, const char *where)
-{
-    carlo_frame f;
-    carlo_frame_init(&f);
-    int rc = potts_checkpoint(s, &f) || traj_checkpoint_save(path, &f);
-    carlo_frame_free(&f);
-    if (rc)
-        return carlo_raise(L, where);
-    return 0;
 }
 
 static int write_frame(void *ctx, potts_system *s)
@@ -198,16 +179,9 @@ static int l_run(lua_State *L)
     potts_run_result res;
     if (potts_run_ex(s, &o, &res))
         return carlo_raise(L, where);
-    if (res.stopped_early) {
-        if (ckpt)
-            save_to(L, s, ckpt, where);
-        if (!carlo_quiet && !o.quiet)
-            fprintf(stderr, "carlo: potts run stopped early at step %llu (%llu of %llu sweeps) to stay "
-                            "within walltime = %g s%s%s\n",
-                    (unsigned long long)s->step, (unsigned long long)res.sweeps,
-                    (unsigned long long)o.sweeps, o.walltime, ckpt ? "; checkpoint written to " : "",
-                    ckpt ? ckpt : "");
-    }
+    if (res.stopped_early)
+        traj_lua_stopped_early(L, 1, where, s->step, res.sweeps, o.sweeps, o.walltime, ckpt,
+                               o.quiet);
     lua_createtable(L, 0, 4);
     lua_pushinteger(L, (lua_Integer)res.sweeps);
     lua_setfield(L, -2, "sweeps");
@@ -494,8 +468,9 @@ static int l_png(lua_State *L)
 
 static int l_save(lua_State *L)
 {
-    potts_system *s = check(L, 1);
-    return save_to(L, s, luaL_checkstring(L, 2), "potts:save");
+    check(L, 1);
+    traj_lua_save(L, 1, luaL_checkstring(L, 2), "potts:save");
+    return 0;
 }
 
 /* sys:tempering() -> { acceptance = {...}, tried =, accepted =, round_trips = {...}, map = {...} } */
@@ -676,7 +651,7 @@ static int model_restore(lua_State *L, const carlo_frame *f, const char *device)
     const uint8_t *spins = carlo_frame_expect(f, "lattice/spins", CARLO_U8, Lu * (uint64_t)R, Lu);
     if (!beta || !temps || !slot || !tried || !acc || !dir || !trips || !exch || !spins)
         return luaL_error(L, "carlo.load: potts checkpoint: %s", carlo_errmsg());
-    carlo_device_kind kind = resolve_device(L, "carlo.load", device);
+    carlo_device_kind kind = carlo_lua_device(L, "carlo.load", device);
     potts_params p = {.L = shape[0], .q = shape[1], .R = R, .algorithm = (potts_algorithm)shape[3],
                       .device = kind, .seed = *seed, .beta = beta};
     potts_system *s = potts_create(&p);

@@ -101,6 +101,33 @@ uint64_t traj_lua_sink(lua_State *L, int args, int sys_idx, const char *where, u
     return every;
 }
 
+void traj_lua_save(lua_State *L, int sys_idx, const char *path, const char *where)
+{
+    void *sys;
+    const carlo_model *m = carlo_model_of(L, sys_idx, &sys);
+    if (!m)
+        luaL_error(L, "%s: not a carlo system", where);
+    carlo_frame f;
+    carlo_frame_init(&f);
+    int rc = m->checkpoint(sys, &f) || traj_checkpoint_save(path, &f);
+    carlo_frame_free(&f);
+    if (rc)
+        carlo_raise(L, where);
+}
+
+void traj_lua_stopped_early(lua_State *L, int sys_idx, const char *where, uint64_t step,
+                            uint64_t done, uint64_t asked, double walltime, const char *ckpt,
+                            int quiet)
+{
+    if (ckpt)
+        traj_lua_save(L, sys_idx, ckpt, where);
+    if (!carlo_quiet && !quiet)
+        fprintf(stderr, "carlo: %s stopped early at step %llu (%llu of %llu sweeps) to stay within "
+                        "walltime = %g s%s%s\n", where, (unsigned long long)step,
+                (unsigned long long)done, (unsigned long long)asked, walltime,
+                ckpt ? "; checkpoint written to " : "", ckpt ? ckpt : "");
+}
+
 /* ---------- tr:write ---------- */
 
 typedef struct name_rule {

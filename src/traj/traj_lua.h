@@ -44,6 +44,16 @@ int traj_lua_sink_target(lua_State *L, int args, int sys_idx, const char *where,
 int traj_sink_write(traj_sink *sink);
 int traj_write_system(traj_file *t, const carlo_model *m, void *sys);
 
+/* Save the full state of the system at sys_idx (its carlo_model.checkpoint) to path, atomically;
+ * a Lua error prefixed by where on failure. */
+void traj_lua_save(lua_State *L, int sys_idx, const char *path, const char *where);
+
+/* What every model's run does when walltime stopped it early: save the checkpoint (when
+ * given) and say so on stderr (unless quiet). */
+void traj_lua_stopped_early(lua_State *L, int sys_idx, const char *where, uint64_t step,
+                            uint64_t done, uint64_t asked, double walltime, const char *ckpt,
+                            int quiet);
+
 /* Adds carlo.trajectory and carlo.load to the module table at -1. */
 void traj_lua_open(lua_State *L);
 
