@@ -31,6 +31,7 @@ struct gpu_impl {
     dev_counters *ctr;
     unsigned int *hist;                   /* pressure histograms (gr then sdf) */
     size_t hist_len;
+    size_t smem_max;                      /* shared memory a block may have (opt-in limit) */
 };
 
 gpu_impl *impl(hard_system *s) { return static_cast<gpu_impl *>(s->impl); }
@@ -45,20 +46,26 @@ __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
 }
 
 /* One checkerboard set: thread (a, b, c) of the grid updates cell (2a, 2b, 2c) + the set's
- * parities; consecutive a are consecutive addresses. Every thread reaches the reductions. */
-template <int DIM, int NMAX, int CACHE>
+ * parities; consecutive a are consecutive addresses. Every thread reaches the reductions. With
+ * GATHER, each thread's neighbour list lives in dynamic shared memory, entries a block's
+ * thread count apart (consecutive threads, consecutive banks). */
+template <int DIM, int NMAX, int CACHE, int GATHER>
 __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_cell_grid g, float *pos,
                                                         const uint32_t *__restrict__ count, int set,
                                                         hard_moves mv, uint64_t seed, uint64_t step,
                                                         dev_counters *ctr)
 {
+    extern __shared__ float nb_shared[];
     const int a = blockIdx.x * blockDim.x + threadIdx.x;
     const int b = blockIdx.y * blockDim.y + threadIdx.y;
     const int c = blockIdx.z;
     unsigned int tried = 0, accepted = 0;
     if (a < g.half[0] && b < g.half[1]) {
         const int xyz[3] = {2 * a + (set & 1), 2 * b + (set >> 1 & 1), DIM == 3 ? 2 * c + (set >> 2 & 1) : 0};
-        accepted = hard_cell_update(DIM, NMAX, CACHE, &g, pos, count, xyz, mv, seed, step, &tried);
+        const int threads = (int)(blockDim.x * blockDim.y);
+        float *nb = GATHER ? nb_shared + threadIdx.x + threadIdx.y * blockDim.x : NULL;
+        accepted = hard_cell_update(DIM, NMAX, CACHE, &g, pos, count, xyz, mv, seed, step, nb, threads,
+                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, &tried);
     }
     warp_add(&ctr->tried, tried);
     warp_add(&ctr->accepted, accepted);
@@ -157,6 +164,10 @@ int gpu_create(hard_system *s)
     if (!g)
         return -1;
     s->impl = g;
+    int dev = 0, optin = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    g->smem_max = (size_t)optin;
     CK_MALLOC(&g->ctr, sizeof(dev_counters), "move counters");
     CK(cudaMemset(g->ctr, 0, sizeof(dev_counters)));
     if (shape_for(&g->cur, &g->cur_grid, &s->grid) || shape_for(&g->spare, &g->spare_grid, &s->grid))
@@ -200,18 +211,24 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
               (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
     /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers and
      * three quarters of the occupancy, so the cell stays in memory (L1) */
-    if (gr.dim == 2 && s->variant == 1)
-        subsweep_kernel<2, HARD_NMAX_2D, 1><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
-                                                             s->seed, step, g->ctr);
-    else if (gr.dim == 2)
-        subsweep_kernel<2, HARD_NMAX_2D, 0><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
-                                                             s->seed, step, g->ctr);
-    else if (s->variant == 1)
-        subsweep_kernel<3, HARD_NMAX_3D, 1><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
-                                                             s->seed, step, g->ctr);
+    const int cache = s->variant == 1;
+    size_t smem = (size_t)(gr.dim == 2 ? HARD_NB_2D : HARD_NB_3D) * (size_t)gr.dim * (size_t)(bx * by) *
+                  sizeof(float);
+    /* a block too large for its lists in shared memory scans the cells per move instead */
+    const int gather = s->gather != 0 && smem <= g->smem_max;
+    if (!gather)
+        smem = 0;
+    void (*k)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t, dev_counters *);
+    if (gr.dim == 2)
+        k = cache ? (gather ? subsweep_kernel<2, HARD_NMAX_2D, 1, 1> : subsweep_kernel<2, HARD_NMAX_2D, 1, 0>)
+                  : (gather ? subsweep_kernel<2, HARD_NMAX_2D, 0, 1> : subsweep_kernel<2, HARD_NMAX_2D, 0, 0>);
     else
-        subsweep_kernel<3, HARD_NMAX_3D, 0><<<grid, block>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
-                                                             s->seed, step, g->ctr);
+        k = cache ? (gather ? subsweep_kernel<3, HARD_NMAX_3D, 1, 1> : subsweep_kernel<3, HARD_NMAX_3D, 1, 0>)
+                  : (gather ? subsweep_kernel<3, HARD_NMAX_3D, 0, 1> : subsweep_kernel<3, HARD_NMAX_3D, 0, 0>);
+    /* lists of large blocks need more than the default 48 KiB of shared memory per block */
+    if (smem > 48 * 1024)
+        CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    k<<<grid, block, smem>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr);
     CK(cudaGetLastError());
     return 0;
 }

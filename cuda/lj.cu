@@ -967,6 +967,8 @@ __global__ void __launch_bounds__(T) cb_subsweep(cbp p, int set, unsigned long l
     __shared__ int off[LJ_NEIGH_MAX + 1], cq[LJ_NEIGH_MAX];
     __shared__ float sh[LJ_NEIGH_MAX][3];
     __shared__ int accept_flag;
+    __shared__ float tdd[T][3]; /* the trial displacements and uniforms of T moves, drawn */
+    __shared__ double tu[T];    /* once per block instead of by every lane */
     const int t = threadIdx.x;
     if (p.st->status)
         return;
@@ -1028,9 +1030,20 @@ __global__ void __launch_bounds__(T) cb_subsweep(cbp p, int set, unsigned long l
     unsigned long long nacc = 0;
     const int moves = n * p.passes;
     for (int k = 0; k < moves; k++) {
+        if (k % T == 0) {
+            __syncthreads(); /* a move that left its cell ended without a barrier */
+            if (k + t < moves) {
+                float d3[3];
+                tu[t] = lj_cb_trial(&p.geom, p.seed, step, (uint32_t)c, (uint32_t)(k + t), d3);
+                tdd[t][0] = d3[0];
+                tdd[t][1] = d3[1];
+                tdd[t][2] = d3[2];
+            }
+            __syncthreads();
+        }
         const int me = base + perm[k % n];
-        float dd[3];
-        const double u01 = lj_cb_trial(&p.geom, p.seed, step, (uint32_t)c, (uint32_t)k, dd);
+        const float dd[3] = {tdd[k % T][0], tdd[k % T][1], tdd[k % T][2]};
+        const double u01 = tu[k % T];
         const float4 oe = cand[me];
         const float o[3] = {oe.x, oe.y, oe.z};
         const float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};

@@ -1,12 +1,13 @@
 -- make bench: hard disks and spheres, trial moves per second (MPMC Table 4's unit).
 --   1. disks at phi = 0.698, N = 253^2, 760^2, 1520^2, 3040^2 (the paper's sizes): the GPU
 --      with its default launch, and one CPU thread (carlo.threads(1)), in the same run;
---   2. the GPU launch configurations (thread block shape x moves per cell n_M) at N = 1520^2,
---      so the fastest can be made the default;
+--   2. the GPU launch configurations at N = 1520^2 (thread block shape, neighbour lists on or
+--      off, the active cell in registers or memory; n_M = 1 ... 8 for the default block), so
+--      the fastest can be made the default;
 --   3. spheres at phi = 0.5, N = 2^20, GPU and one CPU thread.
 -- Each figure: warm-up sweeps first, then the median over repeats of (moves tried) / (time),
 -- with sys:sync() before every clock reading. Usage:
---   build/carlo scripts/bench.lua hard            everything (about 15 minutes with a GPU)
+--   build/carlo scripts/bench.lua hard            everything (a few minutes with a GPU)
 --   build/carlo scripts/bench.lua hard quick      small sizes only, fewer repeats
 local carlo = require "carlo"
 local quick = arg and (arg[1] == "quick" or arg[2] == "quick")
@@ -88,21 +89,29 @@ end
 if has_gpu then
   local side = quick and 760 or 1520
   print(("# GPU launch configurations, disks N = %d^2, phi = 0.698: trial moves per second"):format(side))
-  row("block", "n_M=1", "n_M=2", "n_M=4", "n_M=8")
+  print("# (gather: neighbour lists per active cell; cell: registers or memory)")
+  row("block", "gather", "cell", "n_M=1", "n_M=2", "n_M=4", "n_M=8")
   local g = square_disks(side, 0.698, "gpu")
   g:run{ sweeps = 100 }
-  for _, v in ipairs{ "registers", "memory" } do
-    g.variant = v
-    for _, b in ipairs{ { 32, 1 }, { 32, 2 }, { 32, 4 }, { 32, 8 }, { 64, 2 }, { 64, 4 }, { 128, 1 },
-      { 128, 2 }, { 256, 1 }, { 16, 8 }, { 8, 16 } } do
-      if v == "registers" or b[2] == 4 or b[1] == 128 then
-        g.block = b
-        local cells = {}
-        for _, m in ipairs{ 1, 2, 4, 8 } do
-          g.moves = m
-          cells[#cells + 1] = ("%.3e"):format(rate(g, 10, 40, quick and 3 or 5))
+  for _, ga in ipairs{ true, false } do
+    g.gather = ga
+    for _, v in ipairs{ "registers", "memory" } do
+      g.variant = v
+      for _, b in ipairs{ { 32, 1 }, { 32, 2 }, { 32, 4 }, { 64, 2 }, { 64, 4 }, { 128, 1 }, { 256, 1 } } do
+        if v == "registers" or b[1] * b[2] == 64 then
+          g.block = b
+          local cells = {}
+          for _, m in ipairs{ 1, 2, 4, 8 } do
+            if m == 4 or (b[1] == 32 and b[2] == 2 and v == "registers") then
+              g.moves = m
+              cells[#cells + 1] = ("%.3e"):format(rate(g, 10, 40, quick and 3 or 5))
+            else
+              cells[#cells + 1] = "-"
+            end
+          end
+          g.moves = 4
+          row(("%dx%d"):format(b[1], b[2]), tostring(ga), v, table.unpack(cells))
         end
-        row(("%dx%d %s"):format(b[1], b[2], v), table.unpack(cells))
       end
     end
   end
@@ -119,13 +128,16 @@ if has_gpu then
   g3 = rate(g, 100, 100, quick and 3 or 11)
   local best = g3
   block3 = table.concat(g.block, "x")
-  for _, v in ipairs{ "memory", "registers" } do
-    g.variant = v
-    for _, b in ipairs{ { 32, 4 }, { 32, 2 }, { 64, 2 }, { 32, 8 }, { 128, 2 }, { 256, 1 } } do
-      g.block = b
-      local r = rate(g, 10, 50, quick and 3 or 5)
-      print(("#   variant %s, block %dx%d: %.3e moves/s"):format(v, b[1], b[2], r))
-      if r > best then best = r; block3 = ("%dx%d %s (best)"):format(b[1], b[2], v) end
+  for _, ga in ipairs{ false, true } do
+    g.gather = ga
+    for _, v in ipairs{ "memory", "registers" } do
+      g.variant = v
+      for _, b in ipairs{ { 32, 4 }, { 32, 2 }, { 64, 2 }, { 32, 8 }, { 128, 2 }, { 256, 1 } } do
+        g.block = b
+        local r = rate(g, 10, 50, quick and 3 or 5)
+        print(("#   gather %s, variant %s, block %dx%d: %.3e moves/s"):format(tostring(ga), v, b[1], b[2], r))
+        if r > best then best = r; block3 = ("%dx%d %s gather=%s (best)"):format(b[1], b[2], v, tostring(ga)) end
+      end
     end
   end
   g3 = best

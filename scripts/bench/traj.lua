@@ -5,7 +5,7 @@
 --   gpu:   a Potts L = 8192, q = 9 GPU run with and without a frame every 1000 sweeps
 -- usage: build/carlo scripts/bench.lua traj [speed|size|gpu] [frames]
 -- The configurations are fabricated (jittered lattices in lattice order, and the same with
--- the particles in a random order); the particle models do not write them yet.
+-- the particles in a random order), so that the figures do not depend on a simulation run.
 local carlo = require "carlo"
 local only, nframes = ...
 nframes = tonumber(nframes) or 100

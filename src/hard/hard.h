@@ -61,6 +61,8 @@ typedef struct hard_system {
     int block[2];           /* GPU sub-sweep thread block (x, y): tuning only, no physics */
     int variant;            /* cell update: 0 the active cell read in memory, 1 held in registers
                                (same results; speed only: default 1 in 2D, 0 in 3D) */
+    int gather;             /* 1: each active cell gathers its neighbours once for its n_M moves;
+                               0: every move scans the neighbour cells (same results; speed only) */
     const struct hard_backend *be;
     void *impl;
     int dead;

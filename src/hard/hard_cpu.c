@@ -95,6 +95,7 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
     const hard_moves mv = s->mv;
     const uint64_t seed = s->seed;
     const int cache = s->variant == 1;
+    const int gather = s->gather;
     float *pos = im->cur.pos;
     const uint32_t *count = im->cur.count;
     uint64_t tried = 0, accepted = 0;
@@ -102,13 +103,19 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
     for (int64_t t = 0; t < n; t++) {
         int xyz[3];
         uint32_t tr;
+        float nbuf[HARD_NB_MAX * 3];
+        float *nb = gather ? nbuf : NULL;
         carlo_cell_active(&g, set, t, xyz);
         if (g.dim == 2)
-            accepted += cache ? hard_cell_update(2, HARD_NMAX_2D, 1, &g, pos, count, xyz, mv, seed, step, &tr)
-                              : hard_cell_update(2, HARD_NMAX_2D, 0, &g, pos, count, xyz, mv, seed, step, &tr);
+            accepted += cache ? hard_cell_update(2, HARD_NMAX_2D, 1, &g, pos, count, xyz, mv, seed, step, nb, 1,
+                                                 HARD_NB_2D, &tr)
+                              : hard_cell_update(2, HARD_NMAX_2D, 0, &g, pos, count, xyz, mv, seed, step, nb, 1,
+                                                 HARD_NB_2D, &tr);
         else
-            accepted += cache ? hard_cell_update(3, HARD_NMAX_3D, 1, &g, pos, count, xyz, mv, seed, step, &tr)
-                              : hard_cell_update(3, HARD_NMAX_3D, 0, &g, pos, count, xyz, mv, seed, step, &tr);
+            accepted += cache ? hard_cell_update(3, HARD_NMAX_3D, 1, &g, pos, count, xyz, mv, seed, step, nb, 1,
+                                                 HARD_NB_3D, &tr)
+                              : hard_cell_update(3, HARD_NMAX_3D, 0, &g, pos, count, xyz, mv, seed, step, nb, 1,
+                                                 HARD_NB_3D, &tr);
         tried += tr;
     }
     im->tried += tried;

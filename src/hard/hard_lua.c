@@ -753,6 +753,8 @@ static int l_index(lua_State *L)
             lua_pushnil(L);
     } else if (strcmp(k, "variant") == 0) {
         lua_pushstring(L, s->variant ? "registers" : "memory");
+    } else if (strcmp(k, "gather") == 0) {
+        lua_pushboolean(L, s->gather);
     } else if (strcmp(k, "block") == 0) {
         lua_createtable(L, 2, 0);
         lua_pushinteger(L, s->block[0]);
@@ -812,6 +814,10 @@ static int l_newindex(lua_State *L)
         if (!v || (strcmp(v, "memory") && strcmp(v, "registers")))
             return fail(L, "hard: variant must be \"memory\" or \"registers\"");
         s->variant = strcmp(v, "registers") == 0;
+    } else if (strcmp(k, "gather") == 0) {
+        if (!lua_isboolean(L, 3))
+            return fail(L, "hard: gather must be true or false");
+        s->gather = lua_toboolean(L, 3);
     } else if (strcmp(k, "block") == 0) {
         /* the GPU sub-sweep's thread block: whole warps, within the kernel's launch bounds */
         int limit = s->dim == 2 ? 1024 : 256;
@@ -837,7 +843,7 @@ static int l_newindex(lua_State *L)
         s->P = v;
         s->npt = 1;
     } else {
-        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV, block, variant)", k);
+        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV, block, variant, gather)", k);
     }
     return 0;
 }

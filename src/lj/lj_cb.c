@@ -23,13 +23,9 @@ static float ulp_of(float w)
     return ldexpf(1.0f, e - 24);
 }
 
-/* Measured on an H100 (scripts/bench/lj.lua): 128 lanes are fastest up to 2197 active cells
- * a set (N = 262144 at rho = 0.8), 32 lanes were taken beyond 4096 (not yet compared). */
-static int lanes_for(const carlo_cell_grid *g)
-{
-    int64_t active = g->ncells >> g->dim;
-    return active >= 4096 ? 32 : 128;
-}
+/* Lanes per active cell when none are asked for: 128 measured fastest on an H100 at every size
+ * from N = 4096 to 2^20 at rho = 0.8 (6^3 to 42^3 cells; scripts/bench/lj.lua, BENCHMARKS.md). */
+#define LJ_CB_LANES_DEFAULT 128
 
 int lj_cb_setup(lj_system *s, const lj_params *p)
 {
@@ -54,7 +50,7 @@ int lj_cb_setup(lj_system *s, const lj_params *p)
     if (p->lanes && p->lanes != 32 && p->lanes != 64 && p->lanes != 128)
         return carlo_seterr("lanes must be 32, 64 or 128 (got %d)", p->lanes);
     cb->lanes_auto = p->lanes == 0;
-    g->lanes = p->lanes ? p->lanes : lanes_for(&cb->grid);
+    g->lanes = p->lanes ? p->lanes : LJ_CB_LANES_DEFAULT;
     int passes = p->passes ? p->passes : 1;
     if (passes < 1 || passes > 1000)
         return carlo_seterr("passes must be an integer from 1 to 1000 (got %d)", p->passes);

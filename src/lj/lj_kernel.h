@@ -319,13 +319,18 @@ CARLO_HD float lj_cb_r2(const float a[3], const float b[3], const float s[3])
 }
 
 /* One candidate at b (offset s) against the old position o and the trial position n of the
- * moved particle: the exact double differences of the float pair terms. */
+ * moved particle: the exact double differences of the float pair terms. A candidate beyond
+ * the cutoff from both adds 0.0 - 0.0 = +0.0, which leaves any sum unchanged (a sum started at
+ * +0.0 is never -0.0: exact cancellation rounds to +0.0), so it is skipped. */
 CARLO_HD void lj_cb_candidate(const lj_cbgeom *g, const float o[3], const float n[3],
                               const float b[3], const float s[3], double *du, double *dw)
 {
+    const float r2o = lj_cb_r2(o, b, s), r2n = lj_cb_r2(n, b, s);
+    if (!(r2o < g->rc2) && !(r2n < g->rc2))
+        return;
     float uo, wo, un, wn;
-    lj_pair_f(lj_cb_r2(o, b, s), g->rc2, g->ushift, &uo, &wo);
-    lj_pair_f(lj_cb_r2(n, b, s), g->rc2, g->ushift, &un, &wn);
+    lj_pair_f(r2o, g->rc2, g->ushift, &uo, &wo);
+    lj_pair_f(r2n, g->rc2, g->ushift, &un, &wn);
     *du = *du + ((double)un - (double)uo);
     *dw = *dw + ((double)wn - (double)wo);
 }

@@ -74,6 +74,25 @@ b.block = { 128, 2 }
 a:run{ sweeps = 100 }
 b:run{ sweeps = 100 }
 check.ok("gpu/hard/block-shape-invariant", a:snapshot().position == b:snapshot().position)
+-- neighbour lists on and off on the GPU, against the CPU default
+for _, ga in ipairs{ true, false } do
+  c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.58, init = "fcc", seed = 13 })
+  g.gather = ga
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/hard/bitwise-spheres-gather-" .. tostring(ga), c, g)
+  c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex", seed = 14 })
+  g.gather = ga
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/hard/bitwise-disks-gather-" .. tostring(ga), c, g)
+end
+-- a block whose lists would not fit in shared memory scans instead, with the same result
+c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex", seed = 16 })
+g.block = { 1024, 1 }
+c:run{ sweeps = 50 }
+g:run{ sweeps = 50 }
+same("gpu/hard/bitwise-disks-large-block", c, g)
 -- both forms of the cell update, against the CPU
 for _, v in ipairs{ "memory", "registers" } do
   c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.52, init = "fcc", seed = 11 })

@@ -141,6 +141,24 @@ for _, dim in ipairs{ 2, 3 } do
     and va:observe().accepted == vb:observe().accepted)
 end
 
+-- neighbour lists gathered once per active cell, or the neighbour cells scanned at every move:
+-- the same decisions (dense spheres, where a cell's list may overflow and fall back to the scan)
+for _, dim in ipairs{ 2, 3 } do
+  local mk = dim == 2 and disks or spheres
+  local t = dim == 2 and { N = 1024, phi = 0.72, init = "hex", seed = 15 }
+    or { N = 864, phi = 0.60, init = "fcc", seed = 15 }
+  local va, vb = mk(t), mk(t)
+  check.eq(("lua/hard/gather-default-%dd"):format(dim), va.gather, dim == 2)
+  va.gather = true
+  vb.gather = false
+  va:run{ sweeps = 100 }
+  vb:run{ sweeps = 100 }
+  check.ok(("lua/hard/gather-bitwise-%dd"):format(dim), va:snapshot().position == vb:snapshot().position
+    and va:observe().accepted == vb:observe().accepted)
+end
+check.raises("lua/hard/gather-not-boolean", function() disks{ N = 64, phi = 0.5 }.gather = 1 end,
+  "gather must be true or false")
+
 -- compose the kernels: four sub-sweeps and a shift
 local k = disks{ N = 256, phi = 0.6, init = "hex", seed = 8 }
 for set = 0, 3 do k:subsweep(set) end
