@@ -216,7 +216,7 @@ HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const car
  * number of entries, or -1 when more than cap particles qualify (then the moves scan the cells
  * directly: same decisions, only slower). */
 #define HARD_NB_2D 32 /* 8 cells x 4 slots: the 2D list never overflows */
-#define HARD_NB_3D 32 /* 26 x 12 could; about 23 qualify at phi = 0.5, 28 at phi = 0.6 */
+#define HARD_NB_3D 32 /* 26 x 12 could; by volume, about 23 qualify at phi = 0.5 and 28 at 0.6 */
 #define HARD_NB_MAX 32
 
 HARD_INLINE int hard_gather_neighbors(const int dim, const int nmax, const carlo_cell_grid *g,
