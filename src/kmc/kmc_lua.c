@@ -89,8 +89,6 @@ static const char *config_text(lua_State *L, const int32_t *v, int nbh)
     return lua_tostring(L, -1);
 }
 
-/* Calls rates(x, nbrs) for every configuration (the function at index fn). Leaves three
- * userdata on the stack; fills the table fields of p. */
 /* Whether no event's rate or outcome depends on the neighbourhood. */
 static int neighbour_free(const kmc_params *p)
 {
@@ -117,6 +115,8 @@ static int neighbour_free(const kmc_params *p)
     return same;
 }
 
+/* Calls rates(x, nbrs) for every configuration (the function at index fn). Leaves three
+ * userdata on the stack; fills the table fields of p. */
 static void tabulate(lua_State *L, int fn, int S, int nbh, kmc_params *p, const char *where)
 {
     double configs = pow((double)S, (double)(nbh + 1));
