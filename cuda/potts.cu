@@ -19,6 +19,13 @@ struct gpu_impl {
     unsigned long long *counts;   /* R x (1 + q): equal bonds, then the population of each state */
     uint64_t rates_uploaded;      /* s->rates_version last copied */
     uint8_t *host;                /* staging for lattice transfers (2 planes) */
+    /* trajectory frames taken while the sweeps go on (gpu_lattices_start), made on first use */
+    uint8_t *snap;                /* device: every replica row-major, R x L x L */
+    uint8_t *pinned;              /* host, page-locked: the same, copied on copy_stream */
+    cudaStream_t copy_stream;     /* non-blocking: runs beside the sweeps */
+    cudaEvent_t unpacked, copied;
+    int async_state;              /* 0 not tried, 1 ready, -1 unavailable (memory) */
+    int in_flight;                /* a copy has been started and not fetched */
 };
 
 template <int W> struct vec;
@@ -170,6 +177,25 @@ __global__ void __launch_bounds__(256) observe_kernel(const uint8_t *__restrict_
             atomicAdd(&counts[(size_t)r * (q + 1) + 1 + v], (unsigned long long)hist[v]);
 }
 
+/* Colour planes to row-major: thread e makes sites 2k and 2k + 1 of row i (e = i * half + k);
+ * site 2k has colour i & 1. */
+__global__ void __launch_bounds__(256) unpack_kernel(const uint8_t *__restrict__ lattice, int L,
+                                                     int half, int R, uint8_t *__restrict__ out)
+{
+    const size_t plane = (size_t)L * (size_t)half;
+    const size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= plane * (size_t)R)
+        return;
+    const size_t r = e / plane, x = e % plane;
+    const int i = (int)(x / half);
+    const uint8_t *c0 = lattice + r * 2 * plane, *c1 = c0 + plane;
+    const uint8_t a = c0[x], b = c1[x];
+    uchar2 v;
+    v.x = (i & 1) ? b : a;
+    v.y = (i & 1) ? a : b;
+    reinterpret_cast<uchar2 *>(out + r * (size_t)L * (size_t)L)[x] = v;
+}
+
 gpu_impl *impl(potts_system *s) { return static_cast<gpu_impl *>(s->impl); }
 
 size_t plane_bytes(const potts_system *s) { return (size_t)s->L * (size_t)(s->L / 2); }
@@ -196,6 +222,14 @@ void gpu_destroy(potts_system *s)
     gpu_impl *g = impl(s);
     if (!g)
         return;
+    if (g->async_state == 1) {
+        cudaStreamSynchronize(g->copy_stream);
+        cudaStreamDestroy(g->copy_stream);
+        cudaEventDestroy(g->unpacked);
+        cudaEventDestroy(g->copied);
+        cudaFree(g->snap);
+        cudaFreeHost(g->pinned);
+    }
     cudaFree(g->lattice);
     cudaFree(g->rates);
     cudaFree(g->counts);
@@ -310,6 +344,78 @@ int gpu_observe(potts_system *s, potts_obs *out)
     return 0;
 }
 
+/* The buffers of gpu_lattices_start. Where device or page-locked memory for a second copy of
+ * the lattices cannot be had, the frames are taken the synchronous way (returns 1). */
+int async_setup(potts_system *s)
+{
+    gpu_impl *g = impl(s);
+    if (g->async_state)
+        return g->async_state == 1 ? 0 : 1;
+    const size_t bytes = carlo_mulsize(2 * plane_bytes(s), (size_t)s->R);
+    if (cudaMalloc(&g->snap, bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* out of memory is not sticky: clear it and do without */
+        g->async_state = -1;
+        return 1;
+    }
+    if (cudaMallocHost(&g->pinned, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaFree(g->snap);
+        g->snap = NULL;
+        g->async_state = -1;
+        return 1;
+    }
+    g->async_state = 1; /* from here on destroy releases all of it */
+    CK(cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&g->unpacked, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&g->copied, cudaEventDisableTiming));
+    return 0;
+}
+
+/* After the sweeps queued so far: unpack every lattice into snap (on the sweeps' stream, so
+ * in order), then copy snap to page-locked memory on the copy stream while later sweeps run;
+ * they change the lattices, never snap. Returns 1 (nothing started) when the buffers could
+ * not be had. */
+int gpu_lattices_start(potts_system *s)
+{
+    gpu_impl *g = impl(s);
+    if (g->in_flight)
+        return carlo_seterr("potts: a lattice copy is already on its way");
+    int rc = async_setup(s);
+    if (rc)
+        return rc;
+    const int half = s->L / 2;
+    const size_t pairs = plane_bytes(s) * (size_t)s->R;
+    const size_t blocks = (pairs + 255) / 256;
+    if (blocks > 0x7fffffff)
+        return carlo_seterr("lattice too large for one launch");
+    unpack_kernel<<<(unsigned)blocks, 256>>>(g->lattice, s->L, half, s->R, g->snap);
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(g->unpacked, 0));
+    CK(cudaStreamWaitEvent(g->copy_stream, g->unpacked, 0));
+    CK(cudaMemcpyAsync(g->pinned, g->snap, 2 * pairs, cudaMemcpyDeviceToHost, g->copy_stream));
+    CK(cudaEventRecord(g->copied, g->copy_stream));
+    g->in_flight = 1;
+    return 0;
+}
+
+int gpu_lattices_fetch(potts_system *s, int wait, const uint8_t **data)
+{
+    gpu_impl *g = impl(s);
+    if (!g->in_flight)
+        return carlo_seterr("potts: no lattice copy was started");
+    if (!wait) {
+        cudaError_t e = cudaEventQuery(g->copied);
+        if (e == cudaErrorNotReady)
+            return 0;
+        CK(e);
+    } else {
+        CK(cudaEventSynchronize(g->copied));
+    }
+    g->in_flight = 0;
+    *data = g->pinned;
+    return 1;
+}
+
 int gpu_sync(potts_system *s)
 {
     (void)s;
@@ -321,5 +427,6 @@ int gpu_sync(potts_system *s)
 
 extern "C" const potts_backend potts_cuda_backend = {
     "gpu",       gpu_create,  gpu_destroy, gpu_set_lattice, gpu_get_lattice,
-    gpu_sweep_color, gpu_sweeps, gpu_observe, gpu_sync,
+    gpu_sweep_color, gpu_sweeps, gpu_observe, gpu_sync, gpu_lattices_start,
+    gpu_lattices_fetch,
 };

@@ -369,6 +369,94 @@ static uint64_t next_stop(const potts_system *s, uint64_t left, uint64_t every, 
     return m;
 }
 
+static int add_lattices(potts_system *s, carlo_frame *f)
+{
+    size_t plane = (size_t)s->L * (size_t)s->L;
+    uint8_t *all = carlo_malloc(carlo_mulsize(plane, (size_t)s->R), "a lattice frame");
+    if (!all)
+        return -1;
+    for (int r = 0; r < s->R; r++)
+        if (s->be->get_lattice(s, r, all + (size_t)r * plane)) {
+            free(all);
+            return -1;
+        }
+    return carlo_frame_add_owned(f, "lattice/spins", CARLO_U8, (uint64_t)s->R * (uint64_t)s->L,
+                                 (uint64_t)s->L, all);
+}
+
+/* Everything of a trajectory frame but the lattices. */
+static int frame_head(potts_system *s, carlo_frame *f)
+{
+    uint32_t q = (uint32_t)s->q;
+    if (carlo_frame_add_u64(f, "configuration/step", s->step) ||
+        carlo_frame_add_copy(f, "lattice/q", CARLO_U32, 1, 1, &q) ||
+        carlo_frame_add_copy(f, "lattice/temperature", CARLO_F64, (uint64_t)s->R, 1,
+                             s->temperatures) ||
+        carlo_frame_add_copy(f, "lattice/slot", CARLO_I32, (uint64_t)s->R, 1, s->slot))
+        return -1;
+    return 0;
+}
+
+/* A run's trajectory frame whose lattices are on their way from the device (lattices_start):
+ * the head is taken when the frame is due, the lattices join it when they arrive. */
+typedef struct pending_frame {
+    int on;
+    carlo_frame f;
+} pending_frame;
+
+/* Complete the pending frame (waiting for its lattices, or only when they are there with
+ * wait = 0) and hand it to o->write. */
+static int frame_finish(potts_system *s, const potts_run_opts *o, pending_frame *p, int wait)
+{
+    if (!p->on)
+        return 0;
+    const uint8_t *data = NULL;
+    int got = s->be->lattices_fetch(s, wait, &data);
+    if (got == 0)
+        return 0;
+    p->on = 0;
+    if (got < 0)
+        s->dead = s->device == CARLO_GPU;
+    int rc = -1;
+    const size_t plane = (size_t)s->L * (size_t)s->L, bytes = carlo_mulsize(plane, (size_t)s->R);
+    uint8_t *all = got > 0 ? carlo_malloc(bytes, "a lattice frame") : NULL;
+    if (all) {
+        /* in slices over the cores: the one copy a frame costs the run's thread */
+        const size_t slice = (size_t)1 << 22;
+        const int64_t n = (int64_t)((bytes + slice - 1) / slice);
+#pragma omp parallel for schedule(static) if (n > 4)
+        for (int64_t k = 0; k < n; k++) {
+            size_t at = (size_t)k * slice;
+            memcpy(all + at, data + at, bytes - at < slice ? bytes - at : slice);
+        }
+        if (carlo_frame_add_owned(&p->f, "lattice/spins", CARLO_U8, (uint64_t)s->R * (uint64_t)s->L,
+                                  (uint64_t)s->L, all) == 0)
+            rc = o->write(o->ctx, &p->f);
+    }
+    carlo_frame_free(&p->f);
+    return rc;
+}
+
+/* The frame due now: handed over at once, or with its lattices under way. */
+static int frame_due(potts_system *s, const potts_run_opts *o, pending_frame *p)
+{
+    if (frame_finish(s, o, p, 1))
+        return -1;
+    carlo_frame_init(&p->f);
+    int rc = frame_head(s, &p->f);
+    if (rc == 0 && s->be->lattices_start) {
+        rc = s->be->lattices_start(s);
+        if (rc == 0) {
+            p->on = 1;
+            return 0;
+        }
+    }
+    if (rc >= 0) /* no copy under way: the lattices the plain way */
+        rc = add_lattices(s, &p->f) || o->write(o->ctx, &p->f) ? -1 : 0;
+    carlo_frame_free(&p->f);
+    return rc;
+}
+
 int potts_run_ex(potts_system *s, const potts_run_opts *o, potts_run_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -379,6 +467,7 @@ int potts_run_ex(potts_system *s, const potts_run_opts *o, potts_run_result *res
     double t0 = carlo_now(), per_sweep = 0;
     uint64_t chunk = 1, done = 0;
     int rc = 0;
+    pending_frame pf = {0};
     while (done < o->sweeps) {
         uint64_t m = next_stop(s, o->sweeps - done, o->exchange_every, chunk);
         m = next_stop(s, m, o->every, m);
@@ -410,7 +499,9 @@ int potts_run_ex(potts_system *s, const potts_run_opts *o, potts_run_result *res
         }
         if (o->exchange_every && s->step % o->exchange_every == 0 && (rc = potts_exchange(s)))
             break;
-        if (o->every && s->step % o->every == 0 && o->callback && (rc = o->callback(o->ctx, s)))
+        if (pf.on && (rc = frame_finish(s, o, &pf, 0)))
+            break;
+        if (o->every && s->step % o->every == 0 && o->write && (rc = frame_due(s, o, &pf)))
             break;
         if (carlo_interrupted) {
             s->be->sync(s);
@@ -420,6 +511,15 @@ int potts_run_ex(potts_system *s, const potts_run_opts *o, potts_run_result *res
         carlo_progress_update(&pr, (double)done);
         if (carlo_now() - t0 < 0.05 && chunk < 1024)
             chunk *= 2;
+    }
+    if (pf.on) { /* the last frame: nothing finished is lost, not even after Ctrl-C */
+        if (s->dead) {
+            carlo_frame_free(&pf.f);
+        } else {
+            int prc = frame_finish(s, o, &pf, 1);
+            if (prc && rc == 0)
+                rc = prc;
+        }
     }
     carlo_progress_end(&pr);
     res->sweeps = done;
@@ -516,31 +616,9 @@ void potts_serial_sweep(uint8_t *spins, int L, int q, double beta, uint64_t seed
 
 /* ---------- frames ---------- */
 
-static int add_lattices(potts_system *s, carlo_frame *f)
-{
-    size_t plane = (size_t)s->L * (size_t)s->L;
-    uint8_t *all = carlo_malloc(carlo_mulsize(plane, (size_t)s->R), "a lattice frame");
-    if (!all)
-        return -1;
-    for (int r = 0; r < s->R; r++)
-        if (s->be->get_lattice(s, r, all + (size_t)r * plane)) {
-            free(all);
-            return -1;
-        }
-    return carlo_frame_add_owned(f, "lattice/spins", CARLO_U8, (uint64_t)s->R * (uint64_t)s->L,
-                                 (uint64_t)s->L, all);
-}
-
 int potts_frame(potts_system *s, carlo_frame *f)
 {
-    uint32_t q = (uint32_t)s->q;
-    if (carlo_frame_add_u64(f, "configuration/step", s->step) ||
-        carlo_frame_add_copy(f, "lattice/q", CARLO_U32, 1, 1, &q) ||
-        carlo_frame_add_copy(f, "lattice/temperature", CARLO_F64, (uint64_t)s->R, 1,
-                             s->temperatures) ||
-        carlo_frame_add_copy(f, "lattice/slot", CARLO_I32, (uint64_t)s->R, 1, s->slot))
-        return -1;
-    return add_lattices(s, f);
+    return frame_head(s, f) || add_lattices(s, f) ? -1 : 0;
 }
 
 int potts_checkpoint(potts_system *s, carlo_frame *f)

@@ -62,6 +62,15 @@ typedef struct potts_backend {
     int (*sweeps)(potts_system *s, uint64_t n);
     int (*observe)(potts_system *s, potts_obs *out /* R entries */);
     int (*sync)(potts_system *s); /* wait for queued work; reports late device errors */
+    /* Optional (NULL on the CPU, where a frame costs no more than the copy): frames taken
+     * while the sweeps go on. lattices_start queues a copy of every replica, row-major, as
+     * the lattices stand after the sweeps queued so far, and returns at once (1: nothing
+     * started, the memory for it could not be had; take the frame with get_lattice).
+     * lattices_fetch then gives 1 and *data (R x L x L bytes, the backend's, valid until
+     * the next start) once the copy has arrived, 0 while it has not (only with wait = 0).
+     * One copy at a time: fetch before the next start. */
+    int (*lattices_start)(potts_system *s);
+    int (*lattices_fetch)(potts_system *s, int wait, const uint8_t **data);
 } potts_backend;
 
 extern const potts_backend potts_cpu_backend;
@@ -86,15 +95,18 @@ int potts_set_beta(potts_system *s, int replica, double beta);
 void potts_rates_set(potts_rates *rt, double beta);
 
 /* A run of many sweeps as one C call: exchanges every exchange_every sweeps (0: none), a
- * callback every `every` sweeps (trajectory frames), Ctrl-C polled between chunks (returns
- * -1, "interrupted"), a progress line, and with walltime > 0 a stop before walltime - reserve
- * seconds have passed (stopped_early set, return 0). Step counts are absolute: exchanges
- * and callbacks happen when s->step is a multiple of their period. */
+ * frame (potts_frame) handed to write every `every` sweeps (trajectories), Ctrl-C polled
+ * between chunks (returns -1, "interrupted"), a progress line, and with walltime > 0 a stop
+ * before walltime - reserve seconds have passed (stopped_early set, return 0). Step counts
+ * are absolute: exchanges and frames happen when s->step is a multiple of their period.
+ * Where the backend can (lattices_start), a frame's lattices travel to the host while the
+ * next sweeps run, and write sees the frame a little later, always in order and always
+ * before the run returns. write may take the frame's owned buffers (traj_write_take). */
 typedef struct potts_run_opts {
     uint64_t sweeps;
     uint64_t exchange_every;
     uint64_t every;
-    int (*callback)(void *ctx, potts_system *s);
+    int (*write)(void *ctx, carlo_frame *f);
     void *ctx;
     double walltime, reserve;
     int quiet;

@@ -135,10 +135,9 @@ static double checkpoint_reserve(const potts_system *s)
     return 0.5 + (double)s->L * (double)s->L * (double)s->R / 1e8;
 }
 
-static int write_frame(void *ctx, potts_system *s)
+static int write_frame(void *ctx, carlo_frame *f)
 {
-    (void)s;
-    return traj_sink_write((traj_sink *)ctx);
+    return traj_sink_take((traj_sink *)ctx, f);
 }
 
 /* sys:run{ sweeps = n | upto = step, exchange_every =, walltime =, checkpoint =,
@@ -173,7 +172,7 @@ static int l_run(lua_State *L)
     traj_sink sink; /* a frame every `every` sweeps, written from C */
     o.every = traj_lua_sink(L, 2, 1, where, s->step, &sink);
     if (sink.tr) {
-        o.callback = write_frame;
+        o.write = write_frame;
         o.ctx = &sink;
     }
     potts_run_result res;

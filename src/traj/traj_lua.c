@@ -64,6 +64,11 @@ int traj_sink_write(traj_sink *s)
     return traj_write_system(s->tr, s->model, s->sys);
 }
 
+int traj_sink_take(traj_sink *s, carlo_frame *f)
+{
+    return s->tr ? traj_write_take(s->tr, f) : 0;
+}
+
 int traj_lua_sink_target(lua_State *L, int args, int sys_idx, const char *where, uint64_t step,
                          traj_sink *sink)
 {

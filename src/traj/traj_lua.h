@@ -42,6 +42,9 @@ int traj_lua_sink_target(lua_State *L, int args, int sys_idx, const char *where,
 
 /* Write the system's current frame: 0, or -1 with the message set. No-op without tr. */
 int traj_sink_write(traj_sink *sink);
+/* Write a frame the run loop built itself (taking its owned buffers), for models whose frames
+ * are finished later than they are due (the Potts GPU backend copies lattices while it runs). */
+int traj_sink_take(traj_sink *sink, carlo_frame *f);
 int traj_write_system(traj_file *t, const carlo_model *m, void *sys);
 
 /* Save the full state of the system at sys_idx (its carlo_model.checkpoint) to path, atomically;

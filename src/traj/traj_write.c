@@ -2,6 +2,7 @@
  * each chunk, compresses its blocks on the pool, and appends the frame record (head, chunk
  * table, payloads, tail; every part under a CRC32) with one gather write. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -260,6 +261,13 @@ static void write_job(traj_file *t, job *j)
                    strerror(saved), j->frame);
         return;
     }
+#ifdef SYNC_FILE_RANGE_WRITE
+    /* start this frame's write-back now (without waiting for it), so that the fsync of close
+     * finds little left to do after a long run */
+    if (t->regular && sync_file_range(t->fd, (off_t)t->end, (off_t)len, SYNC_FILE_RANGE_WRITE)) {
+        /* only a hint: file systems that cannot do it lose nothing */
+    }
+#endif
     entry e = {.offset = t->end, .length = len, .step = j->step, .flags = j->flags};
     pthread_mutex_lock(&t->mu);
     int nomem = traj_push_entry(t, &e);

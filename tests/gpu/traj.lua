@@ -30,6 +30,33 @@ do
   trs.gpu:close()
 end
 
+-- frames taken while the GPU sweeps on (the lattices copied beside the next sweeps) are the
+-- CPU run's, step by step: an ensemble with exchanges (temperatures and replica map in the
+-- frame), a frame every sweep (each copy fetched before the next starts), L / 2 odd
+do
+  local trs = {}
+  for _, dev in ipairs { "cpu", "gpu" } do
+    local e = carlo.potts_ensemble{ L = 254, q = 5, temperatures = { 0.8, 0.85, 0.9 }, seed = 31,
+                                    device = dev }
+    trs[dev] = carlo.trajectory(D .. "/ens-" .. dev .. ".ctr", "w")
+    e:run{ sweeps = 40, every = 1, exchange_every = 3, trajectory = trs[dev] }
+    e:run{ sweeps = 35, every = 7, exchange_every = 3, trajectory = trs[dev] }
+  end
+  local n = #trs.cpu
+  local same, why = n == 45 and #trs.gpu == n, ("%d and %d frames"):format(n, #trs.gpu)
+  for k = 1, n do
+    local a, b = trs.cpu:frame(k), trs.gpu:frame(k)
+    local ok = a["lattice/spins"] == b["lattice/spins"] and
+      a["configuration/step"][1] == b["configuration/step"][1] and
+      a["lattice/slot"] == b["lattice/slot"] and a["lattice/temperature"] == b["lattice/temperature"]
+    if not ok and same then why = "frame " .. k .. " differs" end
+    same = same and ok
+  end
+  check.ok("gpu/traj/potts-ensemble-frames-while-running", same, why)
+  trs.cpu:close()
+  trs.gpu:close()
+end
+
 -- checkpoints: GPU -> CPU and CPU -> GPU, each continuing as the uninterrupted GPU run
 do
   local ref = make("gpu")
