@@ -1,7 +1,9 @@
 /* kmc.cu — the GPU backend of lattice KMC (the "tiled" algorithm of kmc_kernel.h).
- * Algorithm 2 (kmc_step.cuh): one warp per tile, its domain in shared memory. Algorithm 1 runs on the device as well: a second kernel compares the edge
- * checksums and its last block accepts or rejects the step and plans the next (the same
- * kmc_ctrl_decide as the CPU), so a batch of steps is queued without a round trip. */
+ * Algorithm 2 (kmc_step.cuh): one warp per tile, its domain in shared memory; tiles without
+ * an event in a step are not copied (kmc_gpu_buffers). Algorithm 1 runs on the device as
+ * well: a second kernel compares the edge checksums and its last block accepts or rejects the
+ * step and plans the next (the same kmc_ctrl_decide as the CPU), so a batch of steps is
+ * queued without a round trip. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +137,7 @@ int gpu_create(kmc_system *s)
         CK_MALLOC(&g->b.tau[k], N * sizeof(double), "the KMC clocks");
         CK_MALLOC(&g->b.cnt[k], N * sizeof(uint32_t), "the KMC draw counters");
         CK_MALLOC(&g->b.tmin[k], (size_t)g->ntiles * sizeof(double), "the KMC tile minima");
+        CK_MALLOC(&g->b.where[k], (size_t)g->ntiles, "the KMC tile buffer map");
     }
     CK_MALLOC(&g->out, (size_t)g->ntiles * sizeof(kmc_tile_out), "the KMC tile results");
     CK_MALLOC(&g->ctrl, sizeof(kmc_ctrl), "the KMC step control");
@@ -175,6 +178,7 @@ void gpu_destroy(kmc_system *s)
         cudaFree(g->b.tau[k]);
         cudaFree(g->b.cnt[k]);
         cudaFree(g->b.tmin[k]);
+        cudaFree(g->b.where[k]);
     }
     cudaFree(g->out);
     cudaFree(g->ctrl);
@@ -246,6 +250,9 @@ int gpu_advance(kmc_system *s, uint64_t budget)
     const unsigned validate_blocks = (unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS);
     const uint64_t n = budget < BATCH_MAX ? budget : BATCH_MAX;
     CK(cudaMemcpy(g->ctrl, &s->ctrl, sizeof(kmc_ctrl), cudaMemcpyHostToDevice));
+    /* every tile starts in the front buffer (see kmc_gpu_buffers) */
+    const uint64_t k0 = s->ctrl.accepted + s->ctrl.rejected;
+    CK(cudaMemset(g->b.where[(k0 + 1) & 1], (int)s->ctrl.front, (size_t)g->ntiles));
     for (uint64_t k = 0; k < n; k++) {
         step_kernel<<<step_blocks, (unsigned)(32 * tpb), g->smem>>>(s->geom, g->dmodel, s->seed, g->b,
                                                                     g->ctrl, g->out, g->ntiles);
@@ -254,6 +261,8 @@ int gpu_advance(kmc_system *s, uint64_t budget)
                                                                g->ntiles);
         CK_LAUNCH("validate_kernel");
     }
+    settle_kernel<<<step_blocks, (unsigned)(32 * tpb)>>>(g->b, g->ctrl, g->ntiles);
+    CK_LAUNCH("settle_kernel");
     CK(cudaMemcpy(&s->ctrl, g->ctrl, sizeof(kmc_ctrl), cudaMemcpyDeviceToHost));
     return 0;
 }

@@ -13,12 +13,36 @@
 
 #define KMC_FULL_MASK 0xffffffffu
 
+/* Two buffers of the lattice, and per tile which of them holds its state: a step writes a
+ * tile with events into the other buffer and leaves a tile without events where it is, so
+ * quiet tiles (most of them when events are rare) cost no copy. where[k & 1][T] is written by
+ * step k (k = the steps decided before it): KMC_WHERE_NEW | b when the step wrote the tile
+ * into buffer b (its state if step k is accepted; if rejected, the other buffer still holds
+ * it), plain b when the tile stayed in b. A batch of steps starts with every tile in buffer
+ * ctrl->front and ends by moving them all back there (settle_kernel). */
 struct kmc_gpu_buffers {
     int32_t *x[2];
     double *tau[2];
     uint32_t *cnt[2];
     double *tmin[2]; /* the earliest clock of each tile */
+    uint8_t *where[2];
 };
+
+#define KMC_WHERE_NEW 2u
+
+/* The buffer (0 or 1) that holds tile T's state before step k, from where[(k + 1) & 1] and
+ * whether step k - 1 was accepted. */
+static __device__ __forceinline__ int kmc_tile_buf(const uint8_t *w, int T, bool last_accepted)
+{
+    const unsigned d = w[T];
+    return (int)((d & 1u) ^ (((d & KMC_WHERE_NEW) != 0u && !last_accepted) ? 1u : 0u));
+}
+
+/* where[] read and written by the step after k decided steps */
+static __device__ __forceinline__ const uint8_t *kmc_where_in(const kmc_gpu_buffers &b, uint64_t k)
+{
+    return (k & 1u) ? b.where[0] : b.where[1];
+}
 
 /* The smallest of the lanes' non-negative doubles (their bit patterns order like them). */
 static __device__ __forceinline__ double warp_min(double v)
@@ -38,41 +62,39 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc
 {
     if (ctrl->done)
         return;
-    const int front = (int)ctrl->front;
     const double t_end = ctrl->t_end;
     const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5);
     const int T = (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
     if (T >= ntiles)
         return; /* whole warps only; nothing below synchronises the block */
     const int ti = T / g.ntc, tj = T - ti * g.ntc, h1 = g.halo + 1, P = g.P;
-    /* the buffers (selected by value: a kernel parameter indexed at run time would go to
-     * local memory) */
-    const int32_t *__restrict__ X = front ? b.x[1] : b.x[0];
-    const double *__restrict__ TAU = front ? b.tau[1] : b.tau[0];
-    const uint32_t *__restrict__ CNT = front ? b.cnt[1] : b.cnt[0];
-    const double *__restrict__ TMIN = front ? b.tmin[1] : b.tmin[0];
-    int32_t *__restrict__ XD = front ? b.x[0] : b.x[1];
-    double *__restrict__ TAUD = front ? b.tau[0] : b.tau[1];
-    uint32_t *__restrict__ CNTD = front ? b.cnt[0] : b.cnt[1];
-    double *__restrict__ TMIND = front ? b.tmin[0] : b.tmin[1];
-    /* a tile whose 3 x 3 tiles have no clock before t_end has no event at all: copy it */
-    const double near = warp_min(lane < 9 ? TMIN[kmc_tile_near(&g, ti, tj, lane / 3 - 1, lane % 3 - 1)]
-                                          : INFINITY);
+    const uint64_t k = ctrl->accepted + ctrl->rejected;
+    const uint8_t *__restrict__ WIN = kmc_where_in(b, k);
+    uint8_t *__restrict__ WOUT = (k & 1u) ? b.where[1] : b.where[0];
+    const bool acc = ctrl->last_accepted != 0u;
+    const int mine = kmc_tile_buf(WIN, T, acc);
+    /* a tile whose 3 x 3 tiles have no clock before t_end has no event at all: it stays */
+    double tn = INFINITY;
+    if (lane < 9) {
+        const int Tn = kmc_tile_near(&g, ti, tj, lane / 3 - 1, lane % 3 - 1);
+        tn = kmc_tile_buf(WIN, Tn, acc) ? b.tmin[1][Tn] : b.tmin[0][Tn];
+    }
+    const double near = warp_min(tn);
     if (!(near < t_end)) {
-        for (int q = lane; q < 64; q += 32) {
-            const uint64_t i = ((uint64_t)T << 6) + (uint64_t)q;
-            XD[i] = X[i];
-            TAUD[i] = TAU[i];
-            CNTD[i] = CNT[i];
-        }
         if (lane == 0) {
-            TMIND[T] = TMIN[T];
+            WOUT[T] = (uint8_t)mine;
             kmc_tile_out o;
             memset(&o, 0, sizeof o);
             out[T] = o;
         }
         return;
     }
+    /* the new state goes to the other buffer (selected by value: a kernel parameter indexed
+     * at run time would go to local memory) */
+    int32_t *__restrict__ XD = mine ? b.x[0] : b.x[1];
+    double *__restrict__ TAUD = mine ? b.tau[0] : b.tau[1];
+    uint32_t *__restrict__ CNTD = mine ? b.cnt[0] : b.cnt[1];
+    double *__restrict__ TMIND = mine ? b.tmin[0] : b.tmin[1];
     KMC_SHARED_DOUBLES(smem);
     double *tau = smem + (size_t)wib * 2 * (size_t)g.cells;
     int32_t *x = reinterpret_cast<int32_t *>(tau + g.cells);
@@ -87,11 +109,12 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc
             cnt[d] = 0;
             continue;
         }
-        const uint64_t i = kmc_tm_index(&g, kmc_wrap(ti * KMC_TILE - h1 + r, g.m),
-                                        kmc_wrap(tj * KMC_TILE - h1 + c, g.n));
-        x[d] = X[i];
-        tau[d] = kmc_dynamic(&g, r, c) ? TAU[i] : INFINITY;
-        cnt[d] = CNT[i];
+        const int gr = kmc_wrap(ti * KMC_TILE - h1 + r, g.m), gc = kmc_wrap(tj * KMC_TILE - h1 + c, g.n);
+        const uint64_t i = kmc_tm_index(&g, gr, gc);
+        const int src = kmc_tile_buf(WIN, (gr >> 3) * g.ntc + (gc >> 3), acc);
+        x[d] = src ? b.x[1][i] : b.x[0][i];
+        tau[d] = kmc_dynamic(&g, r, c) ? (src ? b.tau[1][i] : b.tau[0][i]) : INFINITY;
+        cnt[d] = src ? b.cnt[1][i] : b.cnt[0][i];
     }
     __syncwarp();
     double bt;
@@ -198,8 +221,10 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc
         tm = tau[d] < tm ? tau[d] : tm;
     }
     tm = warp_min(tm);
-    if (lane == 0)
+    if (lane == 0) {
         TMIND[T] = tm;
+        WOUT[T] = (uint8_t)(KMC_WHERE_NEW | (unsigned)(1 - mine));
+    }
     const unsigned any_overflow = __any_sync(KMC_FULL_MASK, overflow != 0u);
     if (lane == 0) {
         kmc_tile_out o;
@@ -212,6 +237,39 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc
         o.overflow = any_overflow ? 1u : 0u;
         o.pad = 0;
         out[T] = o;
+    }
+}
+
+/* After a batch of steps: every tile's state back into buffer ctrl->front, where the host and
+ * the next batch find the whole lattice. One warp per tile; only tiles elsewhere move. */
+static __global__ void __launch_bounds__(256)
+settle_kernel(const kmc_gpu_buffers b, const kmc_ctrl *__restrict__ ctrl, const int ntiles)
+{
+    const int lane = (int)(threadIdx.x & 31u);
+    const int T = (int)blockIdx.x * (int)(blockDim.x >> 5) + (int)(threadIdx.x >> 5);
+    if (T >= ntiles)
+        return;
+    const int from = kmc_tile_buf(kmc_where_in(b, ctrl->accepted + ctrl->rejected), T,
+                                  ctrl->last_accepted != 0u);
+    if (from == (int)ctrl->front)
+        return;
+    for (int q = lane; q < 64; q += 32) {
+        const uint64_t i = ((uint64_t)T << 6) + (uint64_t)q;
+        if (from) {
+            b.x[0][i] = b.x[1][i];
+            b.tau[0][i] = b.tau[1][i];
+            b.cnt[0][i] = b.cnt[1][i];
+        } else {
+            b.x[1][i] = b.x[0][i];
+            b.tau[1][i] = b.tau[0][i];
+            b.cnt[1][i] = b.cnt[0][i];
+        }
+    }
+    if (lane == 0) {
+        if (from)
+            b.tmin[0][T] = b.tmin[1][T];
+        else
+            b.tmin[1][T] = b.tmin[0][T];
     }
 }
 

@@ -190,6 +190,12 @@ static void step_body(void *p)
     step_kernel(a->s->geom, a->s->model, a->s->seed, a->im->b, &a->s->ctrl, a->im->out, a->im->ntiles);
 }
 
+static void settle_body(void *p)
+{
+    step_args *a = static_cast<step_args *>(p);
+    settle_kernel(a->im->b, &a->s->ctrl, a->im->ntiles);
+}
+
 static int emu_create(kmc_system *s)
 {
     emu_impl *im = static_cast<emu_impl *>(calloc(1, sizeof(emu_impl)));
@@ -201,6 +207,7 @@ static int emu_create(kmc_system *s)
         im->b.tau[k] = static_cast<double *>(calloc(N, 8));
         im->b.cnt[k] = static_cast<uint32_t *>(calloc(N, 4));
         im->b.tmin[k] = static_cast<double *>(calloc((size_t)im->ntiles, 8));
+        im->b.where[k] = static_cast<uint8_t *>(calloc((size_t)im->ntiles, 1));
     }
     im->out = static_cast<kmc_tile_out *>(calloc((size_t)im->ntiles, sizeof(kmc_tile_out)));
     return 0;
@@ -214,6 +221,7 @@ static void emu_destroy(kmc_system *s)
         free(im->b.tau[k]);
         free(im->b.cnt[k]);
         free(im->b.tmin[k]);
+        free(im->b.where[k]);
     }
     free(im->out);
     free(im);
@@ -253,10 +261,13 @@ static int emu_advance(kmc_system *s, uint64_t budget)
 {
     emu_impl *im = static_cast<emu_impl *>(s->impl);
     const unsigned tpb = (unsigned)s->tiles_per_block;
+    const unsigned blocks = (unsigned)((im->ntiles + (int)tpb - 1) / (int)tpb);
+    step_args a = {s, im};
+    /* as gpu_advance: every tile in the front buffer, and back there after the batch */
+    memset(im->b.where[(s->ctrl.accepted + s->ctrl.rejected + 1) & 1], (int)s->ctrl.front,
+           (size_t)im->ntiles);
     for (uint64_t k = 0; k < budget && !s->ctrl.done; k++) {
-        step_args a = {s, im};
-        emu_launch((unsigned)((im->ntiles + (int)tpb - 1) / (int)tpb), 32 * tpb,
-                   (size_t)tpb * (size_t)s->geom.cells * 16, step_body, &a);
+        emu_launch(blocks, 32 * tpb, (size_t)tpb * (size_t)s->geom.cells * 16, step_body, &a);
         uint64_t ev = 0, sim = 0;
         uint32_t bad = 0, ovf = 0;
         for (int T = 0; T < im->ntiles; T++) {
@@ -267,6 +278,7 @@ static int emu_advance(kmc_system *s, uint64_t budget)
         }
         kmc_ctrl_decide(&s->ctrl, ev, sim, bad, ovf);
     }
+    emu_launch(blocks, 32 * tpb, 0, settle_body, &a);
     return 0;
 }
 
