@@ -2,7 +2,7 @@
 -- (2024), Fig. 3, and the GPU launch variants, each table measured in one run.
 --
 --   build/carlo scripts/bench.lua kmc [fig3 | variants | all] [factor=F] [nmin=N] [nmax=N]
---                                     [phi=0,1,2,3]
+--                                     [phi=0,1,2,3] [halos=1,2,3,4,5,6,7]
 --
 -- fig3 (the default): n = nmin, 2 nmin, ... nmax (64 .. 4096 on a GPU, 64 .. 256 without),
 -- each phi. Each system starts flat, relaxes for F n^2 events, then F n^2 events are timed as
@@ -19,9 +19,9 @@
 -- event kept); the fraction of step sites (n_b >= 1); and, from the paper, its events per tile
 -- per step and step-site fraction.
 --
--- variants: n = nmax, each phi relaxed once (F n^2 events), then every halo (tiles_per_block
--- = 4) and every tiles_per_block (at the best halo) timed on that surface (fresh clocks, same
--- heights) for 10 n^2 events, median of three.
+-- variants: n = nmax, each phi relaxed once (F n^2 events), then every halo of `halos`
+-- (default all; tiles_per_block = 4) and every tiles_per_block (at the best halo) timed on that
+-- surface (fresh clocks, same heights) for 10 n^2 events, median of three.
 local carlo = require "carlo"
 
 local args = { ... }
@@ -30,14 +30,15 @@ local opt = {}
 for i, a in ipairs(args) do
   local k, v = a:match("^(%w+)=(.*)$")
   if k then
-    if k ~= "factor" and k ~= "nmin" and k ~= "nmax" and k ~= "phi" then
-      error("kmc bench: options are factor=, nmin=, nmax=, phi= (got " .. a .. ")")
+    if k ~= "factor" and k ~= "nmin" and k ~= "nmax" and k ~= "phi" and k ~= "halos" then
+      error("kmc bench: options are factor=, nmin=, nmax=, phi=, halos= (got " .. a .. ")")
     end
     opt[k] = v
   elseif i == 1 and (a == "fig3" or a == "variants" or a == "all") then
     mode = a
   else
     error("kmc bench: usage: kmc [fig3 | variants | all] [factor=F] [nmin=N] [nmax=N] [phi=0,1,2,3]"
+      .. " [halos=1,2,3,4,5,6,7]"
       .. " (got " .. a .. ")")
   end
 end
@@ -169,7 +170,8 @@ local function variants()
       return rate
     end
     local best, best_halo = 0, 4
-    for _, halo in ipairs{ 1, 2, 3, 4, 5, 7 } do
+    for halo in (opt.halos or "1,2,3,4,5,6,7"):gmatch("[^,]+") do
+      halo = tonumber(halo)
       local r = try(halo, 4)
       if r > best then best, best_halo = r, halo end
     end

@@ -19,8 +19,12 @@
 #include "traj/traj_lua.h"
 
 #define KMC_MT "carlo.kmc"
-#define KMC_HALO_DEFAULT 4
-#define KMC_TPB_DEFAULT 4
+/* Defaults measured with scripts/bench.lua kmc variants (BENCHMARKS.md): on the GPU a tile
+ * without events costs next to nothing, so a wider halo (longer steps) pays off where events
+ * are rare; on the CPU every domain cell is work. */
+#define KMC_HALO_DEFAULT_CPU 4
+#define KMC_HALO_DEFAULT_GPU 5
+#define KMC_TPB_DEFAULT 2
 
 typedef struct kmc_ud {
     kmc_system *s;
@@ -291,8 +295,10 @@ static int l_kmc(lua_State *L)
     /* Events that never depend on the neighbours (sos_growth at phi = 0, a table whose events
      * are the same in every neighbourhood) keep tiles independent: the narrowest halo is then
      * exact without a single rejected step and does the least work. */
-    p.halo = (int)carlo_arg_int(L, 1, where, "halo", 0,
-                                neighbour_free(&p) ? 1 : KMC_HALO_DEFAULT, 1, KMC_HALO_MAX);
+    const int halo_default = neighbour_free(&p) ? 1
+                             : p.device == CARLO_GPU ? KMC_HALO_DEFAULT_GPU
+                                                     : KMC_HALO_DEFAULT_CPU;
+    p.halo = (int)carlo_arg_int(L, 1, where, "halo", 0, halo_default, 1, KMC_HALO_MAX);
     p.tiles_per_block = (int)carlo_arg_int(L, 1, where, "tiles_per_block", 0, KMC_TPB_DEFAULT, 1,
                                               KMC_TPB_MAX);
     p.alpha_initial = carlo_arg_num(L, 1, where, "alpha_initial", 0, 10.0, 1, 0, INFINITY, 0);

@@ -19,11 +19,22 @@ local function same(name, a, b, steps)
     :format(bad, sa.t, sb.t, sa.events, sb.events, ta.accepted, ta.rejected, tb.accepted, tb.rejected))
 end
 
+-- the CPU system gets the GPU's halo (the defaults differ), so that the steps compare too
 local function both(args)
   local a, b = {}, {}
   for k, v in pairs(args) do a[k] = v; b[k] = v end
   a.device, b.device = "gpu", "cpu"
-  return carlo.kmc(a), carlo.kmc(b)
+  local g = carlo.kmc(a)
+  b.halo = g.halo
+  return g, carlo.kmc(b)
+end
+
+-- the GPU's defaults: halo 5 (1 without neighbour dependence), two tiles per block
+do
+  local g = carlo.kmc{ model = "sos_growth", m = 64, n = 64, phi = 2, seed = 1, device = "gpu" }
+  local z = carlo.kmc{ model = "sos_growth", m = 64, n = 64, phi = 0, seed = 1, device = "gpu" }
+  check.ok("gpu/kmc/defaults", g.halo == 5 and g.tiles_per_block == 2 and z.halo == 1,
+    ("halo %d, tiles_per_block %d, phi = 0 halo %d"):format(g.halo, g.tiles_per_block, z.halo))
 end
 
 -- sos_growth at every phi, against the CPU backend and (for 64 x 64) the serial method
