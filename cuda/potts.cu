@@ -374,7 +374,7 @@ int async_setup(potts_system *s)
 /* After the sweeps queued so far: unpack every lattice into snap (on the sweeps' stream, so
  * in order), then copy snap to page-locked memory on the copy stream while later sweeps run;
  * they change the lattices, never snap. Returns 1 (nothing started) when the buffers could
- * not be had. */
+ * not be had or the lattices are too many for one launch. */
 int gpu_lattices_start(potts_system *s)
 {
     gpu_impl *g = impl(s);
@@ -387,7 +387,7 @@ int gpu_lattices_start(potts_system *s)
     const size_t pairs = plane_bytes(s) * (size_t)s->R;
     const size_t blocks = (pairs + 255) / 256;
     if (blocks > 0x7fffffff)
-        return carlo_seterr("lattice too large for one launch");
+        return 1; /* more than one launch can unpack: the frames go the plain way */
     unpack_kernel<<<(unsigned)blocks, 256>>>(g->lattice, s->L, half, s->R, g->snap);
     CK(cudaGetLastError());
     CK(cudaEventRecord(g->unpacked, 0));

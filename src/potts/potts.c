@@ -450,6 +450,8 @@ static int frame_due(potts_system *s, const potts_run_opts *o, pending_frame *p)
             p->on = 1;
             return 0;
         }
+        if (rc < 0)
+            s->dead = s->device == CARLO_GPU;
     }
     if (rc >= 0) /* no copy under way: the lattices the plain way */
         rc = add_lattices(s, &p->f) || o->write(o->ctx, &p->f) ? -1 : 0;
