@@ -65,7 +65,8 @@ typedef struct potts_backend {
     /* Optional (NULL on the CPU, where a frame costs no more than the copy): frames taken
      * while the sweeps go on. lattices_start queues a copy of every replica, row-major, as
      * the lattices stand after the sweeps queued so far, and returns at once (1: nothing
-     * started, the memory for it could not be had; take the frame with get_lattice).
+     * started, for want of memory or of a launch large enough; take the frame with
+     * get_lattice).
      * lattices_fetch then gives 1 and *data (R x L x L bytes, the backend's, valid until
      * the next start) once the copy has arrived, 0 while it has not (only with wait = 0).
      * One copy at a time: fetch before the next start. */
