@@ -175,8 +175,9 @@ local function gpu()
   sys:run{ sweeps = 200 } -- warm-up
   sys:sync()
   local function median(x) table.sort(x) return x[(#x + 1) // 2] end
-  local p
-  for _, sweeps in ipairs { 5000, 20000 } do
+  local p, sweeps
+  for _, n in ipairs { 5000, 20000 } do
+    sweeps = n
     print(("Potts L = 8192, q = 9, T = 0.75 on the GPU: %d sweeps, a frame every %d"):format(sweeps, every))
     local times = { plain = {}, traj = {}, traj_run = {}, traj_flush = {} }
     for rep = 1, 3 do
@@ -202,7 +203,6 @@ local function gpu()
     print(("%-44s %10.3f s  (%+.2f%%)"):format("run with frames (until all are compressed)", f, 100 * (f - p) / p))
     print(("%-44s %10.3f s  (%+.2f%%)"):format("run with frames (until the file is closed)", c, 100 * (c - p) / p))
   end
-  local sweeps = 20000
   print(("ns per spin flip without frames: %.4f"):format(p / sweeps / (8192 * 8192) * 1e9))
 end
 

@@ -369,10 +369,23 @@ static uint64_t next_stop(const potts_system *s, uint64_t left, uint64_t every, 
     return m;
 }
 
+/* The frame's lattices chunk: all replicas row-major, R L x L bytes in a buffer of
+ * lattice_bytes(s) that the frame takes over (and frees on failure). */
+static size_t lattice_bytes(const potts_system *s)
+{
+    return carlo_mulsize((size_t)s->L * (size_t)s->L, (size_t)s->R);
+}
+
+static int add_spins(const potts_system *s, carlo_frame *f, uint8_t *all)
+{
+    return carlo_frame_add_owned(f, "lattice/spins", CARLO_U8, (uint64_t)s->R * (uint64_t)s->L,
+                                 (uint64_t)s->L, all);
+}
+
 static int add_lattices(potts_system *s, carlo_frame *f)
 {
     size_t plane = (size_t)s->L * (size_t)s->L;
-    uint8_t *all = carlo_malloc(carlo_mulsize(plane, (size_t)s->R), "a lattice frame");
+    uint8_t *all = carlo_malloc(lattice_bytes(s), "a lattice frame");
     if (!all)
         return -1;
     for (int r = 0; r < s->R; r++)
@@ -380,8 +393,7 @@ static int add_lattices(potts_system *s, carlo_frame *f)
             free(all);
             return -1;
         }
-    return carlo_frame_add_owned(f, "lattice/spins", CARLO_U8, (uint64_t)s->R * (uint64_t)s->L,
-                                 (uint64_t)s->L, all);
+    return add_spins(s, f, all);
 }
 
 /* Everything of a trajectory frame but the lattices. */
@@ -418,7 +430,7 @@ static int frame_finish(potts_system *s, const potts_run_opts *o, pending_frame 
     if (got < 0)
         s->dead = s->device == CARLO_GPU;
     int rc = -1;
-    const size_t plane = (size_t)s->L * (size_t)s->L, bytes = carlo_mulsize(plane, (size_t)s->R);
+    const size_t bytes = lattice_bytes(s);
     uint8_t *all = got > 0 ? carlo_malloc(bytes, "a lattice frame") : NULL;
     if (all) {
         /* in slices over the cores: the one copy a frame costs the run's thread */
@@ -429,8 +441,7 @@ static int frame_finish(potts_system *s, const potts_run_opts *o, pending_frame 
             size_t at = (size_t)k * slice;
             memcpy(all + at, data + at, bytes - at < slice ? bytes - at : slice);
         }
-        if (carlo_frame_add_owned(&p->f, "lattice/spins", CARLO_U8, (uint64_t)s->R * (uint64_t)s->L,
-                                  (uint64_t)s->L, all) == 0)
+        if (add_spins(s, &p->f, all) == 0)
             rc = o->write(o->ctx, &p->f);
     }
     carlo_frame_free(&p->f);
