@@ -12,9 +12,10 @@
  * Device-side state (U, W, move counter, acceptances, an overflow flag) lives in one struct
  * the kernels update; the host reads it back once per call of the backend.
  *
- * Checkerboard mode: one block per active cell (lanes = 32, 64 or 128 threads, each a lane of
- * the canonical sum of lj_kernel.h), the cell's neighbourhood staged in shared memory, its
- * particles moved in the order lj_cb_order gives; the cell shift of core/cells_kernel.h, one
+ * Checkerboard mode: one warp per active cell (lanes = 32, the near-candidate order of
+ * lj_kernel.h; the warps take cells from a counter) or one block per active cell (lanes = 64
+ * or 128 threads, the all-candidate order), the cell's neighbourhood staged in shared memory,
+ * its particles moved in the order lj_cb_order gives; the cell shift of core/cells_kernel.h, one
  * thread per cell into a second buffer. The set order and the shift are drawn on the host,
  * as the CPU backend draws them. */
 #include <cooperative_groups.h>
@@ -59,6 +60,7 @@ struct dev_state {
                                     (checkerboard: a cell shift overfilled a cell) */
     unsigned int blocks_done;    /* the launch variant's last-block ticket */
     unsigned long long fail_sweep; /* checkerboard: the sweep whose shift overfilled */
+    unsigned int cb_next[8];       /* checkerboard: the next active cell of each sub-sweep */
 };
 
 /* What every kernel needs, passed by value. */
@@ -917,6 +919,246 @@ int gpu_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
 
 /* ---------- checkerboard ---------- */
 
+#define CB_WARPS 4      /* warps per block, each working on one active cell at a time */
+#define CB_CAP_MAX 448  /* candidates a warp stages in shared memory; the rest are read from the cells */
+#define CB_NEAR_CAP 128 /* near candidates queued before their terms are added */
+
+struct cbp {
+    carlo_cell_grid grid;
+    lj_cbgeom geom;
+    carlo_cell_data cells;
+    double *acc_u, *acc_w;
+    dev_state *st;
+    unsigned long long seed;
+    double beta;
+    int passes;
+    int cap; /* candidates staged per warp */
+};
+
+/* A warp's tables in shared memory; its staged candidates, near queue and visiting order
+ * follow (cbw_bytes). */
+struct cbw_head {
+    float4 sh[LJ_NEIGH_MAX]; /* the neighbour cells' offsets */
+    float4 mq[LJ_NEIGH_MAX]; /* the current move's midpoint in each neighbour's frame */
+    int off[LJ_NEIGH_MAX + 1];
+    int cq[LJ_NEIGH_MAX];
+    int qcap; /* the neighbour cell that holds candidate number cap */
+};
+
+__host__ __device__ inline size_t cbw_bytes(int cap, int nmax)
+{
+    size_t b = sizeof(cbw_head) + (size_t)cap * sizeof(float4) + CB_NEAR_CAP * sizeof(uint16_t) +
+               (size_t)nmax * sizeof(int);
+    return (b + 15) & ~(size_t)15;
+}
+
+/* Member j of cell `cell` (neighbour number q): x, y, z and q in w. */
+__device__ __forceinline__ float4 cb_load(const cbp &p, int64_t cell, int j, int q)
+{
+    const carlo_cell_grid &g = p.grid;
+    float4 e;
+    e.x = p.cells.pos[carlo_cell_slot(&g, cell, j, 0)];
+    e.y = p.cells.pos[carlo_cell_slot(&g, cell, j, 1)];
+    e.z = g.dim == 3 ? p.cells.pos[carlo_cell_slot(&g, cell, j, 2)] : 0.0f;
+    e.w = __int_as_float(q);
+    return e;
+}
+
+/* Candidate k: staged below cap, read from the cells above (a crowded neighbourhood). */
+__device__ __forceinline__ float4 cb_cand(const cbp &p, const cbw_head &H, const float4 *cand, int k)
+{
+    if (k < p.cap)
+        return cand[k];
+    int q = H.qcap;
+    while (H.off[q + 1] <= k)
+        q++;
+    return cb_load(p, H.cq[q], k - H.off[q], q);
+}
+
+/* Near candidates i of the queue (near numbers hb + i) onto their lanes (lj_kernel.h). */
+__device__ __forceinline__ void cb_drain(const cbp &p, const cbw_head &H, const float4 *cand,
+                                         const uint16_t *nearq, int nn, int hb, int lane,
+                                         const float o[3], const float nw[3], double &du, double &dw)
+{
+    __syncwarp();
+    for (int i = (lane - hb) & 31; i < nn; i += 32) {
+        const float4 e = cb_cand(p, H, cand, nearq[i]);
+        const float4 s4 = H.sh[__float_as_int(e.w)];
+        const float b[3] = {e.x, e.y, e.z}, s3[3] = {s4.x, s4.y, s4.z};
+        lj_cb_candidate(&p.geom, o, nw, b, s3, &du, &dw);
+    }
+    __syncwarp();
+}
+
+/* Active cell t of set `set`, sub-sweep `step`, by one warp: the cell's particles moved in
+ * lj_cb_order's order, each move's near candidates found by a ballot over the neighbourhood
+ * and their terms summed on the 32 lanes of lj_kernel.h. */
+__device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long long step, int64_t t,
+                                        int lane, char *base)
+{
+    const carlo_cell_grid &g = p.grid;
+    int xyz[3];
+    carlo_cell_active(&g, set, t, xyz);
+    const int64_t c = carlo_cell_index(&g, xyz[0], xyz[1], xyz[2]);
+    const int n = (int)p.cells.count[c];
+    if (n == 0)
+        return;
+    cbw_head &H = *reinterpret_cast<cbw_head *>(base);
+    float4 *cand = reinterpret_cast<float4 *>(base + sizeof(cbw_head));
+    uint16_t *nearq = reinterpret_cast<uint16_t *>(cand + p.cap);
+    int *perm = reinterpret_cast<int *>(nearq + CB_NEAR_CAP);
+    const int nq = lj_neighbour_count(g.dim);
+    int cnt = 0;
+    if (lane < nq) {
+        int o3[3] = {lane % 3 - 1, (lane / 3) % 3 - 1, g.dim == 3 ? lane / 9 - 1 : 0};
+        float s3[3];
+        const int64_t nb = carlo_cell_neighbor(&g, xyz, o3, s3);
+        H.cq[lane] = (int)nb;
+        H.sh[lane] = make_float4(s3[0], s3[1], s3[2], 0.0f);
+        cnt = (int)p.cells.count[nb];
+    }
+    int v = cnt;
+#pragma unroll
+    for (int s = 1; s < 32; s <<= 1) {
+        const int y = __shfl_up_sync(FULL, v, s);
+        if (lane >= s)
+            v += y;
+    }
+    if (lane < nq)
+        H.off[lane + 1] = v;
+    if (lane == 0)
+        H.off[0] = 0;
+    const int M = __shfl_sync(FULL, v, nq - 1);
+    const unsigned below = __ballot_sync(FULL, lane < nq && v <= p.cap);
+    if (lane == 0)
+        H.qcap = __popc(below);
+    __syncwarp();
+    {
+        const int staged = M < p.cap ? M : p.cap;
+        int q = 0;
+        for (int k = lane; k < staged; k += 32) {
+            while (H.off[q + 1] <= k)
+                q++;
+            cand[k] = cb_load(p, H.cq[q], k - H.off[q], q);
+        }
+    }
+    if (lane == 0)
+        lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
+    __syncwarp();
+    const int centre = g.dim == 3 ? 13 : 4;
+    const int cbase = H.off[centre];
+    double cell_du = 0.0, cell_dw = 0.0; /* lane 0's */
+    unsigned long long nacc = 0;
+    float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f;
+    double tu = 0.0;
+    const int moves = n * p.passes;
+    for (int k = 0; k < moves; k++) {
+        const int kl = k & 31;
+        if (kl == 0 && k + lane < moves) { /* the lanes draw the next 32 trial moves */
+            float d3[3];
+            tu = lj_cb_trial(&p.geom, p.seed, step, (uint32_t)c, (uint32_t)(k + lane), d3);
+            t0 = d3[0];
+            t1 = d3[1];
+            t2 = d3[2];
+        }
+        const float dd[3] = {__shfl_sync(FULL, t0, kl), __shfl_sync(FULL, t1, kl),
+                             __shfl_sync(FULL, t2, kl)};
+        const double u01 = __shfl_sync(FULL, tu, kl);
+        const int slot = perm[k % n], me = cbase + slot;
+        const float4 oe = cb_cand(p, H, cand, me);
+        const float o[3] = {oe.x, oe.y, oe.z};
+        const float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
+        if (!lj_cb_inside(&p.geom, nw))
+            continue; /* the same on every lane */
+        if (lane < nq) {
+            const float4 s4 = H.sh[lane];
+            const float s3[3] = {s4.x, s4.y, s4.z};
+            float m3[3];
+            lj_cb_mid(o, dd, s3, m3);
+            H.mq[lane] = make_float4(m3[0], m3[1], m3[2], 0.0f);
+        }
+        __syncwarp();
+        double du = 0.0, dw = 0.0;
+        int nn = 0, hb = 0; /* queued near candidates; near numbers before the queue */
+        const int Ms = M < p.cap ? M : p.cap;
+        /* the staged candidates: branch-free (a lane past the end reads the last one) */
+#pragma unroll 2
+        for (int k0 = 0; k0 < Ms; k0 += 32) {
+            if (nn > CB_NEAR_CAP - 32) {
+                cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
+                hb += nn;
+                nn = 0;
+            }
+            const int kk = k0 + lane;
+            const float4 e = cand[kk < Ms ? kk : Ms - 1];
+            const float4 m4 = H.mq[__float_as_int(e.w)];
+            const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
+            const bool near = lj_cb_near(&p.geom, m3, b) & (kk < Ms) & (kk != me);
+            const unsigned mask = __ballot_sync(FULL, near);
+            if (near)
+                nearq[nn + __popc(mask & ((1u << lane) - 1u))] = (uint16_t)kk;
+            nn += __popc(mask);
+        }
+        /* the rest of a crowded neighbourhood, from the cells */
+        for (int k0 = Ms; k0 < M; k0 += 32) {
+            if (nn > CB_NEAR_CAP - 32) {
+                cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
+                hb += nn;
+                nn = 0;
+            }
+            const int kk = k0 + lane;
+            bool near = false;
+            if (kk < M && kk != me) {
+                const float4 e = cb_cand(p, H, cand, kk);
+                const float4 m4 = H.mq[__float_as_int(e.w)];
+                const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
+                near = lj_cb_near(&p.geom, m3, b);
+            }
+            const unsigned mask = __ballot_sync(FULL, near);
+            if (near)
+                nearq[nn + __popc(mask & ((1u << lane) - 1u))] = (uint16_t)kk;
+            nn += __popc(mask);
+        }
+        cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
+#pragma unroll
+        for (int s = 16; s > 0; s >>= 1) {
+            du = du + __shfl_down_sync(FULL, du, s);
+            dw = dw + __shfl_down_sync(FULL, dw, s);
+        }
+        int acc = 0;
+        if (lane == 0)
+            acc = lj_accept(du, p.beta, u01);
+        if (__shfl_sync(FULL, acc, 0) && lane == 0) {
+            if (me < p.cap) {
+                cand[me] = make_float4(nw[0], nw[1], nw[2], oe.w);
+            } else {
+                p.cells.pos[carlo_cell_slot(&g, c, slot, 0)] = nw[0];
+                p.cells.pos[carlo_cell_slot(&g, c, slot, 1)] = nw[1];
+                if (g.dim == 3)
+                    p.cells.pos[carlo_cell_slot(&g, c, slot, 2)] = nw[2];
+            }
+            cell_du = cell_du + du;
+            cell_dw = cell_dw + dw;
+            nacc++;
+        }
+        __syncwarp();
+    }
+    for (int i = lane; i < n && cbase + i < p.cap; i += 32) {
+        const float4 e = cand[cbase + i];
+        p.cells.pos[carlo_cell_slot(&g, c, i, 0)] = e.x;
+        p.cells.pos[carlo_cell_slot(&g, c, i, 1)] = e.y;
+        if (g.dim == 3)
+            p.cells.pos[carlo_cell_slot(&g, c, i, 2)] = e.z;
+    }
+    if (lane == 0) {
+        p.acc_u[c] = p.acc_u[c] + cell_du;
+        p.acc_w[c] = p.acc_w[c] + cell_dw;
+        if (nacc)
+            atomicAdd(&p.st->accepted, nacc);
+    }
+    __syncwarp(); /* the tables are the next cell's */
+}
+
 /* The halving tree over T lanes of two sums (T = 32, 64 or 128); thread 0 gets the result. */
 template <int T>
 __device__ __forceinline__ void block_tree2(double &a, double &b, double (*sm)[128])
@@ -947,20 +1189,10 @@ __device__ __forceinline__ void block_tree2(double &a, double &b, double (*sm)[1
     }
 }
 
-struct cbp {
-    carlo_cell_grid grid;
-    lj_cbgeom geom;
-    carlo_cell_data cells;
-    double *acc_u, *acc_w;
-    dev_state *st;
-    unsigned long long seed;
-    double beta;
-    int passes;
-};
-
-/* One active cell of set `set` per block (T threads), sub-sweep number `step`. */
+/* lanes = 64 or 128: one active cell of set `set` per block (T threads, the lanes of the
+ * all-candidate order), sub-sweep number `step`. */
 template <int T>
-__global__ void __launch_bounds__(T) cb_subsweep(cbp p, int set, unsigned long long step)
+__global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned long long step)
 {
     extern __shared__ float4 cand[]; /* neighbourhood: x, y, z, offset index q */
     __shared__ double sm[2][128];
@@ -1084,11 +1316,36 @@ __global__ void __launch_bounds__(T) cb_subsweep(cbp p, int set, unsigned long l
     }
 }
 
+/* Sub-sweep `step` over set `set`, its position in the sweep `pos`: each warp takes the next
+ * active cell from a counter until none is left (cells differ in work; the counters are
+ * reset by cb_shift). */
+__global__ void __launch_bounds__(CB_WARPS * 32, 6) cb_subsweep(cbp p, int set, int pos,
+                                                               unsigned long long step)
+{
+    extern __shared__ float4 cb_smem[];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (p.st->status)
+        return;
+    char *base = reinterpret_cast<char *>(cb_smem) + (size_t)wid * cbw_bytes(p.cap, p.grid.nmax);
+    const int64_t S = carlo_cell_set_size(&p.grid);
+    for (;;) {
+        unsigned t = 0;
+        if (lane == 0)
+            t = atomicAdd(&p.st->cb_next[pos], 1u);
+        t = __shfl_sync(FULL, t, 0);
+        if ((int64_t)t >= S)
+            return;
+        cb_cell(p, set, step, (int64_t)t, lane, base);
+    }
+}
+
 /* The cell shift: one thread per cell of the new grid (core/cells_kernel.h, Algorithm 4). */
 __global__ void cb_shift(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data dst,
                          carlo_cell_shift sh, dev_state *st, unsigned long long sweep)
 {
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < 8)
+        st->cb_next[c] = 0; /* the sub-sweeps before this shift are done */
     if (c >= g.ncells || st->status)
         return;
     int xyz[3];
@@ -1214,20 +1471,29 @@ int gpu_cb_grow(lj_system *s)
     return 0;
 }
 
-size_t cb_smem(const lj_system *s)
+/* Shared memory of a cb_block_subsweep block: the neighbourhood and the visiting order. */
+size_t cb_block_smem(const lj_system *s)
 {
     const carlo_cell_grid *grid = &s->cb.grid;
     return (size_t)lj_neighbour_count(grid->dim) * (size_t)grid->nmax * sizeof(float4) +
            (size_t)grid->nmax * sizeof(int);
 }
 
-template <int T> int launch_subsweep(const cbp &p, int set, unsigned long long step, size_t smem,
-                                     unsigned blocks)
+template <int T> int launch_block(const cbp &p, int set, unsigned long long step, size_t smem,
+                                  unsigned blocks)
 {
-    CK(cudaFuncSetAttribute(cb_subsweep<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    cb_subsweep<T><<<blocks, T, smem>>>(p, set, step);
+    CK(cudaFuncSetAttribute(cb_block_subsweep<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    cb_block_subsweep<T><<<blocks, T, smem>>>(p, set, step);
     CK(cudaGetLastError());
     return 0;
+}
+
+/* Candidates a warp stages: the whole neighbourhood's slots, at most CB_CAP_MAX. */
+int cb_cap(const lj_system *s)
+{
+    const carlo_cell_grid *grid = &s->cb.grid;
+    int all = lj_neighbour_count(grid->dim) * grid->nmax;
+    return all < CB_CAP_MAX ? all : CB_CAP_MAX;
 }
 
 /* Queue sweeps first .. first + n - 1 (no waiting). */
@@ -1235,23 +1501,40 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
 {
     gpu_impl *g = impl(s);
     const carlo_cell_grid *grid = &s->cb.grid;
-    size_t smem = cb_smem(s);
-    if (smem > 200 * 1024)
-        return carlo_seterr("cells of %d slots need %zu bytes of shared memory per block, more "
-                            "than 200 KiB", grid->nmax, smem);
     cbp p;
     memset(&p, 0, sizeof p);
     p.grid = *grid;
     p.geom = s->cb.geom;
-    for (int a = 0; a < 3; a++)
-        p.geom.dmax[a] = s->delta / (double)p.geom.h[a];
+    lj_cb_set_delta(&p.geom, s->delta);
     p.acc_u = g->acc_u;
     p.acc_w = g->acc_w;
     p.st = g->st;
     p.seed = s->seed;
     p.beta = s->beta;
     p.passes = s->cb.passes;
-    const unsigned blocks = (unsigned)carlo_cell_set_size(grid);
+    const bool warp = p.geom.lanes == LJ_CB_WARP;
+    size_t smem;
+    unsigned blocks;
+    if (warp) { /* as many blocks as fit at once: the warps take the cells from a counter */
+        p.cap = cb_cap(s);
+        smem = CB_WARPS * cbw_bytes(p.cap, grid->nmax);
+        CK(cudaFuncSetAttribute(cb_subsweep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CK(cudaFuncSetAttribute(cb_subsweep, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                cudaSharedmemCarveoutMaxShared));
+        int per_sm = 0, sms = 0, dev = 0;
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cb_subsweep, CB_WARPS * 32, smem));
+        const int64_t need = (carlo_cell_set_size(grid) + CB_WARPS - 1) / CB_WARPS;
+        const int64_t room = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
+        blocks = (unsigned)(need < room ? need : room);
+    } else { /* one block per active cell */
+        smem = cb_block_smem(s);
+        if (smem > 200 * 1024)
+            return carlo_seterr("cells of %d slots need %zu bytes of shared memory per block, "
+                                "more than 200 KiB", grid->nmax, smem);
+        blocks = (unsigned)carlo_cell_set_size(grid);
+    }
     const int threads = 256;
     const unsigned cblocks = (unsigned)((grid->ncells + threads - 1) / threads);
     for (uint64_t k = 0; k < n; k++) {
@@ -1260,12 +1543,15 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
         carlo_cells_set_order(grid->dim, s->seed, LJ_PURPOSE_CB_SETS, sweep, order);
         p.cells = g->cur;
         for (int q = 0; q < (1 << grid->dim); q++) {
-            int rc = 0;
             unsigned long long step = sweep * 8 + (unsigned long long)q;
-            switch (p.geom.lanes) {
-            case 32: rc = launch_subsweep<32>(p, order[q], step, smem, blocks); break;
-            case 64: rc = launch_subsweep<64>(p, order[q], step, smem, blocks); break;
-            default: rc = launch_subsweep<128>(p, order[q], step, smem, blocks); break;
+            int rc = 0;
+            if (warp) {
+                cb_subsweep<<<blocks, CB_WARPS * 32, smem>>>(p, order[q], q, step);
+                CK(cudaGetLastError());
+            } else if (p.geom.lanes == 64) {
+                rc = launch_block<64>(p, order[q], step, smem, blocks);
+            } else {
+                rc = launch_block<128>(p, order[q], step, smem, blocks);
             }
             if (rc)
                 return -1;

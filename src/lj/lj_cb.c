@@ -4,8 +4,8 @@
  * shift drawn for both backends, and from-scratch energies, positions and Widom insertions
  * read from the cells. */
 #if defined(__GNUC__) && !defined(__clang__)
-/* lets gcc if-convert the float selects of cb_lanes into SIMD code; it changes no value, and
- * it must cover the inline functions of the headers too, or they would not be inlined */
+/* lets gcc if-convert the float selects of cb_lanes_all into SIMD code; it changes no value,
+ * and it must cover the inline functions of the headers too, or they would not be inlined */
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include <math.h>
@@ -23,9 +23,10 @@ static float ulp_of(float w)
     return ldexpf(1.0f, e - 24);
 }
 
-/* Lanes per active cell when none are asked for: 128 measured fastest on an H100 at every size
- * from N = 4096 to 2^20 at rho = 0.8 (6^3 to 42^3 cells; scripts/bench/lj.lua, BENCHMARKS.md). */
-#define LJ_CB_LANES_DEFAULT 128
+/* Lanes per active cell when none are asked for: one warp per cell (32, the near-candidate
+ * sum) from this many active cells per sub-sweep, 128 below, where one warp per cell leaves
+ * the GPU idle (H100, rho = 0.8: scripts/bench/lj.lua, BENCHMARKS.md). */
+#define LJ_CB_WARP_FROM 2000
 
 int lj_cb_setup(lj_system *s, const lj_params *p)
 {
@@ -47,14 +48,14 @@ int lj_cb_setup(lj_system *s, const lj_params *p)
         float ir2 = 1.0f / g->rc2, ir6 = ir2 * ir2 * ir2;
         g->ushift = 4.0f * ir6 * (ir6 - 1.0f);
     }
-    if (p->lanes && p->lanes != 32 && p->lanes != 64 && p->lanes != 128)
-        return carlo_seterr("lanes must be 32, 64 or 128 (got %d)", p->lanes);
-    cb->lanes_auto = p->lanes == 0;
-    g->lanes = p->lanes ? p->lanes : LJ_CB_LANES_DEFAULT;
     int passes = p->passes ? p->passes : 1;
     if (passes < 1 || passes > 1000)
         return carlo_seterr("passes must be an integer from 1 to 1000 (got %d)", p->passes);
     cb->passes = passes;
+    if (p->lanes && p->lanes != 32 && p->lanes != 64 && p->lanes != 128)
+        return carlo_seterr("lanes must be 32, 64 or 128 (got %d)", p->lanes);
+    cb->lanes_auto = p->lanes == 0;
+    g->lanes = p->lanes ? p->lanes : carlo_cell_set_size(&cb->grid) >= LJ_CB_WARP_FROM ? 32 : 128;
     return 0;
 }
 
@@ -219,14 +220,34 @@ carlo_cell_shift lj_cb_shift(const lj_system *s, uint64_t sweep)
     return sh;
 }
 
-/* One trial move's lanes over the candidates (SoA, with each candidate's cell offset),
+/* Which candidates are near the move whose midpoint in neighbour cell q's frame is mq[q]
+ * (SIMD over each cell's members: the same float operations as lj_cb_near). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void cb_near_flags(const lj_cbgeom *G, int nq, const int *start, const float *const c[6],
+                          const float (*mq)[3], uint8_t *flag)
+{
+    const float *cx = c[0], *cy = c[1], *cz = c[2];
+    const float near2 = G->near2;
+    for (int q = 0; q < nq; q++) {
+        const float m0 = mq[q][0], m1 = mq[q][1], m2 = mq[q][2];
+#pragma omp simd
+        for (int k = start[q]; k < start[q + 1]; k++) {
+            float dx = cx[k] - m0, dy = cy[k] - m1, dz = cz[k] - m2;
+            flag[k] = dx * dx + dy * dy + dz * dz < near2;
+        }
+    }
+}
+
+/* One trial move's T lanes over all candidates (SoA, with each candidate's cell offset),
  * skipping candidate `me`: written for SIMD, every lane one sequence of exactly rounded
  * operations, a skipped or distant candidate adding +0 (which changes no lane). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static void cb_lanes(const lj_cbgeom *G, int M, const float *const c[6], const float o[3],
-                     const float n[3], int me, int T, double *lu, double *lw)
+static void cb_lanes_all(const lj_cbgeom *G, int M, const float *const c[6], const float o[3],
+                         const float n[3], int me, int T, double *lu, double *lw)
 {
     const float *cx = c[0], *cy = c[1], *cz = c[2], *sx = c[3], *sy = c[4], *sz = c[5];
     const float rc2 = G->rc2, ushift = G->ushift;
@@ -251,26 +272,46 @@ static void cb_lanes(const lj_cbgeom *G, int M, const float *const c[6], const f
     }
 }
 
+/* One trial move's 32 lanes in the near-candidate order (lj_kernel.h). c: candidate
+ * coordinates and offsets (SoA), start: each neighbour cell's first candidate, mq: the move's
+ * midpoint in each neighbour cell's frame, flag: room for M near flags. */
+static void cb_lanes_near(const lj_cbgeom *G, int nq, const int *start, const float *const c[6],
+                          const float (*mq)[3], const float o[3], const float n[3], int me,
+                          uint8_t *flag, double *lu, double *lw)
+{
+    cb_near_flags(G, nq, start, c, mq, flag);
+    flag[me] = 0;
+    for (int l = 0; l < LJ_CB_WARP; l++)
+        lu[l] = lw[l] = 0.0;
+    uint32_t h = 0;
+    for (int k = 0; k < start[nq]; k++) {
+        if (!flag[k])
+            continue;
+        const float b[3] = {c[0][k], c[1][k], c[2][k]}, s[3] = {c[3][k], c[4][k], c[5][k]};
+        const uint32_t l = h++ % LJ_CB_WARP;
+        lj_cb_candidate(G, o, n, b, s, &lu[l], &lw[l]);
+    }
+}
+
 /* One active cell's sub-sweep: its particles visited `passes` times in a random order, each
- * trial move's energy change summed over the members of the neighbour cells in canonical lanes.
- * du, dw: the sum of the accepted changes in order. Returns the number accepted. */
+ * trial move's energy change summed over the members of the neighbour cells in the canonical
+ * lanes of lj_kernel.h. du, dw: the sum of the accepted changes in order. Returns the number accepted. */
 uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64_t cell,
                              uint64_t step, double *du, double *dw)
 {
     const carlo_cell_grid *g = &s->cb.grid;
     lj_cbgeom G = s->cb.geom;
-    for (int a = 0; a < 3; a++)
-        G.dmax[a] = s->delta / (double)G.h[a];
+    lj_cb_set_delta(&G, s->delta);
     const int n = (int)d->count[cell];
     *du = *dw = 0.0;
     if (n == 0)
         return 0;
     int xyz[3];
     carlo_cell_coords(g, cell, xyz);
-    /* the candidates: members of the neighbour cells in canonical order, with their offsets */
+    /* the candidates: members of the neighbour cells in canonical order, with their cells */
     const int nq = lj_neighbour_count(g->dim);
     int start[LJ_NEIGH_MAX + 1];
-    float sh[LJ_NEIGH_MAX][3];
+    float sh[LJ_NEIGH_MAX][3], mq[LJ_NEIGH_MAX][3];
     int64_t cq[LJ_NEIGH_MAX];
     start[0] = 0;
     int centre = -1;
@@ -284,9 +325,11 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
     }
     const int M = start[nq];
     float *buf = malloc(sizeof(float) * 6 * (size_t)(M ? M : 1));
+    uint8_t *flag = malloc((size_t)(M ? M : 1));
     int *perm = malloc(sizeof(int) * (size_t)n);
-    if (!buf || !perm) { /* cannot happen for cells of at most 1024: keep the state whole */
+    if (!buf || !flag || !perm) { /* cannot happen for cells of at most 1024: keep the state whole */
         free(buf);
+        free(flag);
         free(perm);
         return 0;
     }
@@ -315,9 +358,16 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
         float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
         if (!lj_cb_inside(&G, nw))
             continue;
-        for (int l = 0; l < T; l++)
-            lu[l] = lw[l] = 0.0;
-        cb_lanes(&G, M, (const float *const *)c, o, nw, me, T, lu, lw);
+        if (T == LJ_CB_WARP) {
+            for (int q = 0; q < nq; q++)
+                lj_cb_mid(o, dd, sh[q], mq[q]);
+            cb_lanes_near(&G, nq, start, (const float *const *)c, (const float(*)[3])mq, o, nw, me,
+                          flag, lu, lw);
+        } else {
+            for (int l = 0; l < T; l++)
+                lu[l] = lw[l] = 0.0;
+            cb_lanes_all(&G, M, (const float *const *)c, o, nw, me, T, lu, lw);
+        }
         for (int l = 0; l < T; l++) {
             lane[l].u = lu[l];
             lane[l].w = lw[l];
@@ -336,6 +386,7 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
         for (int a = 0; a < g->dim; a++)
             d->pos[carlo_cell_slot(g, cell, i, a)] = c[a][start[centre] + i];
     free(buf);
+    free(flag);
     free(perm);
     return accepted;
 }

@@ -18,6 +18,7 @@
 #ifndef CARLO_LJ_KERNEL_H
 #define CARLO_LJ_KERNEL_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "core/cells_kernel.h"
@@ -270,8 +271,20 @@ CARLO_HD double lj_widom_factor(double eu, double tail, double beta)
  * are trial displacements and cell shifts: differences of coordinates, and coordinates plus a cell
  * width, are then exact in float for every pair closer than rc, so a pair's separation does
  * not depend on which cell frame it is computed in, and a cell shift changes no energy at
- * all. Pair terms are computed in float and their differences summed in double, in the
- * canonical lanes of `lanes` (32, 64 or 128) per active cell. */
+ * all. Pair terms are computed in float and their differences summed in double.
+ *
+ * The sum of one trial move (o -> n, midpoint m = o + d/2) runs over the candidates: the
+ * members of the neighbour cells in canonical order (cells by lj_neighbour_count's offsets,
+ * members in slot order), the moved particle left out. Two orders, by `lanes`:
+ *   32       a candidate is near when it lies within rc + |d|max/2 (plus a margin) of m,
+ *            computed in float in its own cell's frame (lj_cb_near): every candidate within
+ *            rc of o or n is near. Near candidate number i goes to lane i % 32. A GPU warp is
+ *            the 32 lanes (one warp per active cell).
+ *   64, 128  candidate k goes to lane k % lanes. A GPU block of `lanes` threads per active cell.
+ * Each lane adds its candidates' differences in increasing order, and the lanes are reduced
+ * by the halving tree (lj_tree); the CPU backend runs the lanes in a loop. */
+
+#define LJ_CB_WARP 32 /* the lanes of the near-candidate order */
 
 /* Float pair energy and virial inside the cutoff (overlaps give inf and are rejected)... */
 CARLO_HD void lj_pair_f_terms(float r2, float ushift, float *u, float *w)
@@ -295,12 +308,28 @@ CARLO_HD void lj_pair_f(float r2, float rc2, float ushift, float *u, float *w)
 
 /* The float geometry of a checkerboard system. */
 typedef struct lj_cbgeom {
-    int dim, lanes;
+    int dim, lanes; /* lanes of a move's sum: 32 (near candidates), 64 or 128 (all) */
     float w[3];     /* cell widths (float, as the grid's w) */
     float h[3];     /* the coordinate grid: every coordinate along a is a multiple of h[a] */
     float rc2, ushift;
     double dmax[3]; /* the maximum displacement in units of h[a] (delta / h[a]) */
+    float near2;    /* the squared radius of lj_cb_near */
 } lj_cbgeom;
+
+/* The trial displacement's size: dmax on both sides, and the near radius that covers every
+ * pair within rc of either end of a move (|d| <= sqrt(dim) (delta + h), 1e-3 of margin). */
+static inline void lj_cb_set_delta(lj_cbgeom *g, double delta)
+{
+    double hmax = 0.0;
+    for (int a = 0; a < 3; a++) {
+        g->dmax[a] = delta / (double)g->h[a];
+        if (a < g->dim && (double)g->h[a] > hmax)
+            hmax = (double)g->h[a];
+    }
+    double rc = sqrt((double)g->rc2);
+    double r = rc + 0.5 * sqrt((double)g->dim) * (delta + hmax) + 1e-3 * (1.0 + rc);
+    g->near2 = (float)(r * r);
+}
 
 /* Squared separation of two cell-local positions a and b, b in a neighbour cell offset by s
  * (its components exact, see above). */
@@ -335,6 +364,21 @@ CARLO_HD void lj_cb_candidate(const lj_cbgeom *g, const float o[3], const float 
     *dw = *dw + ((double)wn - (double)wo);
 }
 
+/* Whether candidate b (in its own cell's frame) is near the move whose midpoint is mq in that
+ * frame (mq = m - s, s the cell's offset; m = o + d / 2). */
+CARLO_HD int lj_cb_near(const lj_cbgeom *g, const float mq[3], const float b[3])
+{
+    float dx = b[0] - mq[0], dy = b[1] - mq[1], dz = b[2] - mq[2];
+    return dx * dx + dy * dy + dz * dz < g->near2;
+}
+
+/* The midpoint of a move in the frame of a neighbour cell offset by s. */
+CARLO_HD void lj_cb_mid(const float o[3], const float d[3], const float s[3], float mq[3])
+{
+    for (int a = 0; a < 3; a++)
+        mq[a] = (o[a] + 0.5f * d[a]) - s[a];
+}
+
 /* Trial move k of cell `cell` in sub-sweep `step`: a displacement on the grid (symmetric,
  * |d| <= delta) and a uniform in [0, 1). */
 CARLO_HD double lj_cb_trial(const lj_cbgeom *g, uint64_t seed, uint64_t step, uint32_t cell,
@@ -350,10 +394,10 @@ CARLO_HD double lj_cb_trial(const lj_cbgeom *g, uint64_t seed, uint64_t step, ui
 /* Whether a trial position stays in its cell (moves that leave are rejected). */
 CARLO_HD int lj_cb_inside(const lj_cbgeom *g, const float n[3])
 {
-    for (int a = 0; a < g->dim; a++)
-        if (!(n[a] >= 0.0f && n[a] < g->w[a]))
-            return 0;
-    return 1;
+    int in = 1;
+    for (int a = 0; a < 3; a++) /* a fixed count: unrolled, n stays in registers */
+        in &= a >= g->dim || (n[a] >= 0.0f && n[a] < g->w[a]);
+    return in;
 }
 
 /* The visiting order of the n particles of a cell in one sub-sweep: Fisher-Yates. */

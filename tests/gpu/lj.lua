@@ -109,7 +109,7 @@ local rb = sb:sample{ sweeps = 10, every = 2, widom = 50 }
 check.ok("gpu/lj/sample", ra.U.mean == rb.U.mean and ra.P.mean == rb.P.mean and
   ra.mu_ex.mean == rb.mu_ex.mean, ("U %.17g vs %.17g"):format(ra.U.mean, rb.U.mean))
 
--- checkerboard: every lane count, 2D, shifted, two passes, a large system
+-- checkerboard: every lane count, 2D, shifted, two passes, a large system (one warp per cell)
 local function sweeps_chain(name, opts, sweeps)
   opts.mode = "checkerboard"
   local c, g = pair(opts)
@@ -122,6 +122,10 @@ for _, lanes in ipairs{ 32, 64, 128 } do
   sweeps_chain("gpu/lj/checkerboard-chain-lanes-" .. lanes, { N = 4000, rho = 0.776, T = 0.85,
     lanes = lanes }, 20)
 end
+-- one warp per cell with crowded neighbourhoods: beyond the staged candidates (dense) and
+-- around that size (mixed), the rest read from the cells
+sweeps_chain("gpu/lj/checkerboard-chain-warp-dense", { N = 4000, rho = 1.0, T = 2.0, lanes = 32 }, 20)
+sweeps_chain("gpu/lj/checkerboard-chain-warp-mixed", { N = 4000, rho = 0.9, T = 1.5, lanes = 32 }, 20)
 sweeps_chain("gpu/lj/checkerboard-chain-n500", { N = 500, rho = 0.776, T = 0.85, init = "random" }, 40)
 sweeps_chain("gpu/lj/checkerboard-chain-2d", { N = 3000, rho = 0.7, T = 0.6, dim = 2, init = "random" }, 30)
 sweeps_chain("gpu/lj/checkerboard-chain-shifted-passes", { N = 3000, rho = 0.6, T = 1.0, shift = true,

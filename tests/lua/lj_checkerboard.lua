@@ -1,7 +1,7 @@
 -- lua/lj/checkerboard-*: the checkerboard mode. Its running energy equals a recomputation after
 -- 10^5 trial moves; it samples the same U and P as the decomposition mode (the serial chain)
--- within combined error bars at rho = 0.776, T = 0.85, N = 500 (3D) and at rho = 0.3, T = 2 in 2D; its
--- arguments are checked.
+-- within combined error bars at rho = 0.776, T = 0.85, N = 500 (3D, both orders of a move's sum)
+-- and at rho = 0.3, T = 2 in 2D; its arguments are checked.
 local carlo = require "carlo"
 local check = require "check"
 
@@ -24,14 +24,18 @@ check.raises("lua/lj/checkerboard-error-energy-sum", function()
 check.raises("lua/lj/checkerboard-error-delta", function()
   lj{ N = 4000, rho = 0.776, T = 0.85, mode = "checkerboard", delta = 2 } end, "half the narrowest cell")
 
--- the running energy after 200 sweeps of N = 500 (10^5 trial moves), and of a 2D system
+-- the running energy after 200 sweeps of N = 500 (10^5 trial moves), and of a 2D system, in
+-- both orders of a move's sum (lj_kernel.h: these sizes choose 128 lanes; 32 = near candidates)
 for _, c in ipairs{ { N = 500, rho = 0.776, sweeps = 200 }, { N = 2000, rho = 0.7, dim = 2, sweeps = 50 },
-                    { N = 4000, rho = 0.6, sweeps = 25, shift = true } } do
+                    { N = 4000, rho = 0.6, sweeps = 25, shift = true },
+                    { N = 500, rho = 0.776, sweeps = 200, lanes = 32 },
+                    { N = 2000, rho = 0.7, dim = 2, sweeps = 50, lanes = 32 },
+                    { N = 4000, rho = 0.6, sweeps = 25, shift = true, lanes = 32 } } do
   local s = lj{ N = c.N, rho = c.rho, T = 0.85, mode = "checkerboard", init = "random", dim = c.dim,
-                shift = c.shift }
+                shift = c.shift, lanes = c.lanes }
   s:run{ sweeps = c.sweeps }
   local r = s:recompute()
-  check.ok(("lua/lj/energy-drift-checkerboard-%dd-%d"):format(s.dim, s.N),
+  check.ok(("lua/lj/energy-drift-checkerboard-%dd-%d-lanes%d"):format(s.dim, s.N, s.lanes),
     r.drift <= 1e-9 and s.acceptance > 0.05 and s.step == c.sweeps,
     ("running %.15g, fresh %.15g, drift %.3g, acceptance %.3f"):format(r.U_running, r.U_fresh, r.drift,
       s.acceptance))
@@ -48,6 +52,10 @@ local d = measure({ N = 500, rho = 0.776, T = 0.85, init = "random", seed = 2 },
 local cb = measure({ N = 500, rho = 0.776, T = 0.85, init = "random", seed = 3, mode = "checkerboard" }, 500, 3000)
 check.agree("lua/lj/checkerboard-vs-decomposition-U", cb.U.mean, cb.U.err, d.U.mean, d.U.err, 3)
 check.agree("lua/lj/checkerboard-vs-decomposition-P", cb.P.mean, cb.P.err, d.P.mean, d.P.err, 3)
+local cw = measure({ N = 500, rho = 0.776, T = 0.85, init = "random", seed = 6, mode = "checkerboard",
+  lanes = 32 }, 500, 3000)
+check.agree("lua/lj/checkerboard-near-vs-decomposition-U", cw.U.mean, cw.U.err, d.U.mean, d.U.err, 3)
+check.agree("lua/lj/checkerboard-near-vs-decomposition-P", cw.P.mean, cw.P.err, d.P.mean, d.P.err, 3)
 -- the comparison is meaningful: both runs reached a plateau, with errors below 1 %
 check.ok("lua/lj/checkerboard-vs-decomposition-resolved", d.U.plateau and cb.U.plateau and
   cb.U.err < 0.01 and d.U.err < 0.01, ("errors %g, %g"):format(d.U.err, cb.U.err))

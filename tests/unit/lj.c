@@ -347,6 +347,67 @@ static void test_cb_invariants(int dim, uint32_t N, double rho, const char *name
     lj_destroy(s);
 }
 
+/* The near filter of a move's sum (lj_kernel.h) keeps every candidate within rc of either end
+ * of the move: every particle of a melted system moved by drawn trial displacements and by the
+ * corners of the largest one, at the largest delta the cells allow. */
+static void test_cb_near(int dim, uint32_t N, double rho, const char *name)
+{
+    lj_system *s = make_cb(N, dim, rho, 1.0, 5);
+    if (!s)
+        return;
+    lj_run(s, 5);
+    lj_cbgeom G = s->cb.geom;
+    lj_cb_set_delta(&G, lj_delta_max(s));
+    const carlo_cell_grid *g = &s->cb.grid;
+    carlo_cell_data d;
+    lj_cb_cells_alloc(s, &d);
+    s->be->cb_download(s, &d, NULL, NULL);
+    long hits = 0, missed = 0, near = 0;
+    const int nq = lj_neighbour_count(dim);
+    for (int64_t c = 0; c < g->ncells; c++) {
+        int xyz[3];
+        carlo_cell_coords(g, c, xyz);
+        for (int i = 0; i < (int)d.count[c]; i++) {
+            float o[3] = {0, 0, 0};
+            for (int a = 0; a < dim; a++)
+                o[a] = d.pos[carlo_cell_slot(g, c, i, a)];
+            for (int t = 0; t < 10; t++) {
+                float dd[3] = {0, 0, 0};
+                if (t < 2) {
+                    lj_cb_trial(&G, 99, (uint64_t)c, (uint32_t)i, (uint32_t)t, dd);
+                } else { /* the corners of the largest displacement */
+                    for (int a = 0; a < dim; a++)
+                        dd[a] = (float)(rint(G.dmax[a]) * (double)G.h[a]) * ((t >> a & 1) ? 1.0f : -1.0f);
+                }
+                float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
+                for (int q = 0; q < nq; q++) {
+                    int off[3] = {q % 3 - 1, (q / 3) % 3 - 1, dim == 3 ? q / 9 - 1 : 0};
+                    float sh[3], mq[3];
+                    int64_t cq = carlo_cell_neighbor(g, xyz, off, sh);
+                    lj_cb_mid(o, dd, sh, mq);
+                    for (int j = 0; j < (int)d.count[cq]; j++) {
+                        if (cq == c && j == i)
+                            continue;
+                        float b[3] = {0, 0, 0};
+                        for (int a = 0; a < dim; a++)
+                            b[a] = d.pos[carlo_cell_slot(g, cq, j, a)];
+                        int hit = lj_cb_r2(o, b, sh) < G.rc2 || lj_cb_r2(nw, b, sh) < G.rc2;
+                        int n = lj_cb_near(&G, mq, b);
+                        hits += hit;
+                        near += n;
+                        missed += hit && !n;
+                    }
+                }
+            }
+        }
+    }
+    printf("# %s: %ld pairs within rc of a move's ends, %ld near, %ld missed\n", name, hits, near, missed);
+    CHECK(name, hits > 1000 && missed == 0 && near < 2 * hits, "%ld of %ld missed, %ld near", missed,
+          hits, near);
+    carlo_cell_data_free(&d);
+    lj_destroy(s);
+}
+
 /* 2n sweeps, or n, checkpoint (through a file), restore, n more: the same cells and sums. */
 static void test_cb_checkpoint(void)
 {
@@ -474,6 +535,8 @@ int main(void)
     test_canonical(LJ_SUM_ALL, 300, 0.8, "unit/lj/canonical-order-all");
     test_cb_invariants(3, 3000, 0.8, "unit/lj/checkerboard-invariants-3d");
     test_cb_invariants(2, 2000, 0.7, "unit/lj/checkerboard-invariants-2d");
+    test_cb_near(3, 3000, 0.8, "unit/lj/checkerboard-near-3d");
+    test_cb_near(2, 2000, 0.7, "unit/lj/checkerboard-near-2d");
     test_cb_checkpoint();
     test_cb_grow();
     test_frame();
