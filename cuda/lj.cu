@@ -990,6 +990,28 @@ __device__ __forceinline__ void cb_drain(const cbp &p, const cbw_head &H, const 
     __syncwarp();
 }
 
+/* The end of cell c's sub-sweep: its first n staged particles (mine) back to the cells, by the
+ * threads from `from` in steps of `stride`, and its sums onto the cell's accumulators (lead). */
+__device__ __forceinline__ void cb_store(const cbp &p, int64_t c, const float4 *mine, int n,
+                                         int from, int stride, bool lead, double du, double dw,
+                                         unsigned long long nacc)
+{
+    const carlo_cell_grid &g = p.grid;
+    for (int i = from; i < n; i += stride) {
+        const float4 e = mine[i];
+        p.cells.pos[carlo_cell_slot(&g, c, i, 0)] = e.x;
+        p.cells.pos[carlo_cell_slot(&g, c, i, 1)] = e.y;
+        if (g.dim == 3)
+            p.cells.pos[carlo_cell_slot(&g, c, i, 2)] = e.z;
+    }
+    if (lead) {
+        p.acc_u[c] = p.acc_u[c] + du;
+        p.acc_w[c] = p.acc_w[c] + dw;
+        if (nacc)
+            atomicAdd(&p.st->accepted, nacc);
+    }
+}
+
 /* Active cell t of set `set`, sub-sweep `step`, by one warp: the cell's particles moved in
  * lj_cb_order's order, each move's near candidates found by a ballot over the neighbourhood
  * and their terms summed on the 32 lanes of lj_kernel.h. */
@@ -1143,19 +1165,9 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
         }
         __syncwarp();
     }
-    for (int i = lane; i < n && cbase + i < p.cap; i += 32) {
-        const float4 e = cand[cbase + i];
-        p.cells.pos[carlo_cell_slot(&g, c, i, 0)] = e.x;
-        p.cells.pos[carlo_cell_slot(&g, c, i, 1)] = e.y;
-        if (g.dim == 3)
-            p.cells.pos[carlo_cell_slot(&g, c, i, 2)] = e.z;
-    }
-    if (lane == 0) {
-        p.acc_u[c] = p.acc_u[c] + cell_du;
-        p.acc_w[c] = p.acc_w[c] + cell_dw;
-        if (nacc)
-            atomicAdd(&p.st->accepted, nacc);
-    }
+    /* the staged particles (those beyond cap were written as they moved) */
+    const int ns = cbase >= p.cap ? 0 : (n < p.cap - cbase ? n : p.cap - cbase);
+    cb_store(p, c, cand + (cbase < p.cap ? cbase : 0), ns, lane, 32, lane == 0, cell_du, cell_dw, nacc);
     __syncwarp(); /* the tables are the next cell's */
 }
 
@@ -1301,19 +1313,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         }
         __syncthreads();
     }
-    for (int i = t; i < n; i += T) {
-        const float4 e = cand[base + i];
-        p.cells.pos[carlo_cell_slot(&g, c, i, 0)] = e.x;
-        p.cells.pos[carlo_cell_slot(&g, c, i, 1)] = e.y;
-        if (g.dim == 3)
-            p.cells.pos[carlo_cell_slot(&g, c, i, 2)] = e.z;
-    }
-    if (t == 0) {
-        p.acc_u[c] = p.acc_u[c] + cell_du;
-        p.acc_w[c] = p.acc_w[c] + cell_dw;
-        if (nacc)
-            atomicAdd(&p.st->accepted, nacc);
-    }
+    cb_store(p, c, cand + base, n, t, T, t == 0, cell_du, cell_dw, nacc);
 }
 
 /* Sub-sweep `step` over set `set`, its position in the sweep `pos`: each warp takes the next
