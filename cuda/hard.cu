@@ -71,6 +71,140 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
     warp_add(&ctr->accepted, accepted);
 }
 
+/* A team of T lanes (2, 4 or 8, within one warp) per active cell, CB_TEAM_THREADS threads per
+ * block, the active cells of the set numbered as carlo_cell_active numbers them. The cell's
+ * particles sit in shared memory; lane l of the team gathers the neighbour cells l, l + T, ...
+ * into its own list (hard_gather_neighbors' floats and test; a lane whose list would overflow
+ * scans its cells at every move instead); lane l draws the displacements of moves l, l + T, ...
+ * ahead; each move's overlap tests are split over the lanes and combined by a vote. An overlap
+ * is an overlap whichever lane finds it, so the decisions, and the chain, are those of
+ * hard_cell_update. */
+#define HARD_TEAM_THREADS 128
+
+template <int DIM, int NMAX, int T>
+__global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid g, float *pos,
+                                                                const uint32_t *__restrict__ count,
+                                                                int set, hard_moves mv, uint64_t seed,
+                                                                uint64_t step, dev_counters *ctr)
+{
+    constexpr int LIST = (DIM == 3 ? 48 : 24) / T; /* list entries per lane: about twice the need */
+    __shared__ float own_s[HARD_TEAM_THREADS / T][NMAX][DIM];
+    __shared__ float list_s[LIST * DIM][HARD_TEAM_THREADS]; /* entry k, axis a of a thread */
+    const int lane = threadIdx.x & 31, tl = threadIdx.x % T, team = threadIdx.x / T;
+    const int lead = lane & ~(T - 1);
+    const unsigned tmask = (T == 32 ? 0xffffffffu : ((1u << T) - 1u)) << lead;
+    const int64_t t = (int64_t)blockIdx.x * (HARD_TEAM_THREADS / T) + team;
+    unsigned int tried = 0, accepted = 0;
+    int n = 0, xyz[3] = {0, 0, 0};
+    int64_t c = 0;
+    if (t < carlo_cell_set_size(&g)) {
+        carlo_cell_active(&g, set, t, xyz);
+        c = carlo_cell_index(&g, xyz[0], xyz[1], xyz[2]);
+        n = (int)count[c];
+        n = n > NMAX ? NMAX : n;
+    }
+    if (n > 0) { /* the same for the whole team: only team-wide votes and shuffles below */
+        float(*own)[DIM] = own_s[team];
+        for (int i = tl; i < n; i += T)
+            for (int a = 0; a < DIM; a++)
+                own[i][a] = pos[carlo_cell_slot(&g, c, i, a)];
+        /* this lane's neighbour cells: numbers tl, tl + T, ... of the 3^DIM - 1 around */
+        const int nq = DIM == 3 ? 26 : 8;
+        int nl = 0;
+        bool scan = false;
+        for (int q = tl; q < nq; q += T) {
+            const int qq = q < nq / 2 ? q : q + 1; /* skip the centre */
+            int off[3] = {qq % 3 - 1, (qq / 3) % 3 - 1, DIM == 3 ? qq / 9 - 1 : 0};
+            float sh[3];
+            const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
+            int m = (int)HARD_LOAD(&count[cn]);
+            m = m > NMAX ? NMAX : m;
+            for (int j = 0; j < m; j++) {
+                float ps[3] = {0.0f, 0.0f, 0.0f};
+                float b2 = 0.0f;
+                for (int a = 0; a < DIM; a++) {
+                    ps[a] = HARD_LOAD(&pos[carlo_cell_slot(&g, cn, j, a)]) + sh[a];
+                    float e = ps[a] < 0.0f ? -ps[a] : (ps[a] > g.w[a] ? ps[a] - g.w[a] : 0.0f);
+                    b2 += e * e;
+                }
+                if (!(b2 < 1.001f))
+                    continue;
+                if (nl == LIST) {
+                    scan = true;
+                    continue;
+                }
+                for (int a = 0; a < DIM; a++)
+                    list_s[nl * DIM + a][threadIdx.x] = ps[a];
+                nl++;
+            }
+        }
+        uint64_t perm = 0;
+        if (tl == 0)
+            perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
+        perm = __shfl_sync(tmask, perm, lead);
+        __syncwarp(tmask);
+        float dmine[3] = {0.0f, 0.0f, 0.0f};
+        int k = 0;
+        for (int s = 0; s < mv.moves; s++) {
+            if (s % T == 0 && s + tl < mv.moves)
+                hard_displacement(&g, DIM, mv.d, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
+            const int i = (int)(perm >> (4 * k) & 15u);
+            if (++k == n)
+                k = 0;
+            float tp[3] = {0.0f, 0.0f, 0.0f};
+            int ok = 1;
+            for (int a = 0; a < DIM; a++) {
+                tp[a] = own[i][a] + __shfl_sync(tmask, dmine[a], lead + s % T);
+                ok &= tp[a] >= 0.0f && tp[a] < g.w[a];
+            }
+            if (!ok)
+                continue; /* the same on the team's lanes */
+            const float zero[3] = {0.0f, 0.0f, 0.0f};
+            bool hit = false;
+            for (int j = tl; j < n && !hit; j += T)
+                hit = j != i && hard_d2(DIM, tp, own[j], zero) < 1.0f;
+            for (int e = 0; e < nl && !hit; e++) {
+                float p[3] = {0.0f, 0.0f, 0.0f};
+                for (int a = 0; a < DIM; a++)
+                    p[a] = list_s[e * DIM + a][threadIdx.x];
+                hit = hard_d2(DIM, tp, p, zero) < 1.0f;
+            }
+            if (scan && !hit) /* an overflowed list: this lane's cells, every particle */
+                for (int q = tl; q < nq && !hit; q += T) {
+                    const int qq = q < nq / 2 ? q : q + 1;
+                    int off[3] = {qq % 3 - 1, (qq / 3) % 3 - 1, DIM == 3 ? qq / 9 - 1 : 0};
+                    float sh[3];
+                    const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
+                    int m = (int)HARD_LOAD(&count[cn]);
+                    m = m > NMAX ? NMAX : m;
+                    for (int j = 0; j < m && !hit; j++) {
+                        float p[3] = {0.0f, 0.0f, 0.0f};
+                        for (int a = 0; a < DIM; a++)
+                            p[a] = HARD_LOAD(&pos[carlo_cell_slot(&g, cn, j, a)]);
+                        hit = hard_d2(DIM, tp, p, sh) < 1.0f;
+                    }
+                }
+            if (__ballot_sync(tmask, hit))
+                continue;
+            if (tl == 0)
+                for (int a = 0; a < DIM; a++)
+                    own[i][a] = tp[a];
+            accepted++;
+            __syncwarp(tmask);
+        }
+        if (accepted)
+            for (int i = tl; i < n; i += T)
+                for (int a = 0; a < DIM; a++)
+                    pos[carlo_cell_slot(&g, c, i, a)] = own[i][a];
+        if (tl == 0)
+            tried = (unsigned)mv.moves;
+        else
+            accepted = 0;
+    }
+    warp_add(&ctr->tried, tried);
+    warp_add(&ctr->accepted, accepted);
+}
+
 /* Every particle against its neighbours: overlapping pairs (counted from both ends) and the
  * smallest squared distance. */
 template <int DIM, int NMAX>
@@ -211,6 +345,20 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
               (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
     /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers and
      * three quarters of the occupancy, so the cell stays in memory (L1) */
+    if (s->team > 1) {
+        void (*k)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t, dev_counters *);
+        if (gr.dim == 2)
+            k = s->team == 2 ? team_kernel<2, HARD_NMAX_2D, 2>
+                : s->team == 4 ? team_kernel<2, HARD_NMAX_2D, 4> : team_kernel<2, HARD_NMAX_2D, 8>;
+        else
+            k = s->team == 2 ? team_kernel<3, HARD_NMAX_3D, 2>
+                : s->team == 4 ? team_kernel<3, HARD_NMAX_3D, 4> : team_kernel<3, HARD_NMAX_3D, 8>;
+        const int64_t per = HARD_TEAM_THREADS / s->team;
+        const unsigned blocks = (unsigned)((carlo_cell_set_size(&gr) + per - 1) / per);
+        k<<<blocks, HARD_TEAM_THREADS>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr);
+        CK(cudaGetLastError());
+        return 0;
+    }
     const int cache = s->variant == 1;
     size_t smem = (size_t)(gr.dim == 2 ? HARD_NB_2D : HARD_NB_3D) * (size_t)gr.dim * (size_t)(bx * by) *
                   sizeof(float);

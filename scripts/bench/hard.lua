@@ -2,9 +2,10 @@
 --   1. disks at phi = 0.698, N = 253^2, 760^2, 1520^2, 3040^2 (the paper's sizes): the GPU
 --      with its default launch, and one CPU thread (carlo.threads(1)), in the same run;
 --   2. the GPU launch configurations at N = 1520^2 (thread block shape, neighbour lists on or
---      off, the active cell in registers or memory; n_M = 1 ... 8 for the default block), so
---      the fastest can be made the default;
---   3. spheres at phi = 0.5, N = 2^20, GPU and one CPU thread.
+--      off, the active cell in registers or memory; n_M = 1 ... 8 for the default block; a
+--      team of 2, 4 or 8 lanes per cell), so the fastest can be made the default;
+--   3. spheres at phi = 0.5, N = 2^20, GPU and one CPU thread (the default launch, then each
+--      team size and the one-thread launch configurations).
 -- Each figure: warm-up sweeps first, then the median over repeats of (moves tried) / (time),
 -- with sys:sync() before every clock reading. Usage:
 --   build/carlo scripts/bench.lua hard            everything (a few minutes with a GPU)
@@ -115,6 +116,12 @@ if has_gpu then
       end
     end
   end
+  -- a team of lanes per active cell (its own kernel: block, gather and cell do not apply)
+  for _, t in ipairs{ 2, 4, 8 } do
+    g.team = t
+    row(("team %d"):format(t), "-", "-", "-", "-", ("%.3e"):format(rate(g, 10, 40, quick and 3 or 5)), "-")
+  end
+  g.team = 1
   g:close()
 end
 
@@ -127,7 +134,14 @@ if has_gpu then
   local g = carlo.hard_spheres{ N = n3, phi = 0.5, init = "fcc", seed = 1, device = "gpu", quiet = true }
   g3 = rate(g, 100, 100, quick and 3 or 11)
   local best = g3
-  block3 = table.concat(g.block, "x")
+  block3 = g.team > 1 and ("team %d"):format(g.team) or table.concat(g.block, "x")
+  for _, t in ipairs{ 2, 4, 8 } do
+    g.team = t
+    local r = rate(g, 10, 50, quick and 3 or 5)
+    print(("#   team %d: %.3e moves/s"):format(t, r))
+    if r > best then best = r; block3 = ("team %d (best)"):format(t) end
+  end
+  g.team = 1
   for _, ga in ipairs{ false, true } do
     g.gather = ga
     for _, v in ipairs{ "memory", "registers" } do

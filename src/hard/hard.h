@@ -63,6 +63,8 @@ typedef struct hard_system {
                                (same results; speed only: default 1 in 2D, 0 in 3D) */
     int gather;             /* 1: each active cell gathers its neighbours once for its n_M moves;
                                0: every move scans the neighbour cells (same results; speed only) */
+    int team;               /* GPU lanes per active cell: 1 (one thread, hard_cell_update) or a team
+                               of 2, 4 or 8 (same results; speed only: default 1 in 2D, 4 in 3D) */
     const struct hard_backend *be;
     void *impl;
     int dead;

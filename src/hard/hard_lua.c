@@ -755,6 +755,8 @@ static int l_index(lua_State *L)
         lua_pushstring(L, s->variant ? "registers" : "memory");
     } else if (strcmp(k, "gather") == 0) {
         lua_pushboolean(L, s->gather);
+    } else if (strcmp(k, "team") == 0) {
+        lua_pushinteger(L, s->team);
     } else if (strcmp(k, "block") == 0) {
         lua_createtable(L, 2, 0);
         lua_pushinteger(L, s->block[0]);
@@ -818,6 +820,11 @@ static int l_newindex(lua_State *L)
         if (!lua_isboolean(L, 3))
             return fail(L, "hard: gather must be true or false");
         s->gather = lua_toboolean(L, 3);
+    } else if (strcmp(k, "team") == 0) {
+        if (!lua_isinteger(L, 3) || (lua_tointeger(L, 3) != 1 && lua_tointeger(L, 3) != 2 &&
+                                     lua_tointeger(L, 3) != 4 && lua_tointeger(L, 3) != 8))
+            return fail(L, "hard: team must be 1, 2, 4 or 8 (GPU lanes per active cell)");
+        s->team = (int)lua_tointeger(L, 3);
     } else if (strcmp(k, "block") == 0) {
         /* the GPU sub-sweep's thread block: whole warps, within the kernel's launch bounds */
         int limit = s->dim == 2 ? 1024 : 256;
@@ -843,7 +850,7 @@ static int l_newindex(lua_State *L)
         s->P = v;
         s->npt = 1;
     } else {
-        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV, block, variant, gather)", k);
+        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV, block, variant, gather, team)", k);
     }
     return 0;
 }

@@ -77,6 +77,7 @@ check.ok("gpu/hard/block-shape-invariant", a:snapshot().position == b:snapshot()
 -- neighbour lists on and off on the GPU, against the CPU default
 for _, ga in ipairs{ true, false } do
   c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.58, init = "fcc", seed = 13 })
+  g.team = 1 -- the one-thread kernel, whose options these are
   g.gather = ga
   c:run{ sweeps = 100 }
   g:run{ sweeps = 100 }
@@ -87,6 +88,19 @@ for _, ga in ipairs{ true, false } do
   g:run{ sweeps = 100 }
   same("gpu/hard/bitwise-disks-gather-" .. tostring(ga), c, g)
 end
+-- a team of lanes per active cell (a GPU launch choice), against the CPU
+for _, t in ipairs{ 1, 2, 4, 8 } do
+  c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.58, init = "fcc", seed = 17 })
+  g.team = t
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/hard/bitwise-spheres-team-" .. t, c, g)
+  c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex", seed = 18 })
+  g.team = t
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/hard/bitwise-disks-team-" .. t, c, g)
+end
 -- a block whose lists would not fit in shared memory scans instead, with the same result
 c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex", seed = 16 })
 g.block = { 1024, 1 }
@@ -96,6 +110,7 @@ same("gpu/hard/bitwise-disks-large-block", c, g)
 -- both forms of the cell update, against the CPU
 for _, v in ipairs{ "memory", "registers" } do
   c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.52, init = "fcc", seed = 11 })
+  g.team = 1
   g.variant = v
   c:run{ sweeps = 100 }
   g:run{ sweeps = 100 }

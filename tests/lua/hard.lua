@@ -158,6 +158,12 @@ for _, dim in ipairs{ 2, 3 } do
 end
 check.raises("lua/hard/gather-not-boolean", function() disks{ N = 64, phi = 0.5 }.gather = 1 end,
   "gather must be true or false")
+-- the GPU team size: a launch choice with defaults per dimension (the GPU tests check that every
+-- size gives the CPU's chain)
+check.ok("lua/hard/team-defaults", disks{ N = 64, phi = 0.5, seed = 1 }.team == 1
+  and spheres{ N = 256, phi = 0.5, seed = 1 }.team == 4)
+check.raises("lua/hard/team-invalid", function() spheres{ N = 256, phi = 0.5, seed = 1 }.team = 3 end,
+  "team must be 1, 2, 4 or 8")
 
 -- compose the kernels: four sub-sweeps and a shift
 local k = disks{ N = 256, phi = 0.6, init = "hex", seed = 8 }
