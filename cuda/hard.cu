@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
 /* A team of T lanes (2, 4 or 8, within one warp) per active cell, CB_TEAM_THREADS threads per
  * block, the active cells of the set numbered as carlo_cell_active numbers them. The cell's
  * particles sit in shared memory; lane l of the team gathers the neighbour cells l, l + T, ...
- * into its own list (hard_gather_neighbors' floats and test; a lane whose list would overflow
+ * into its own list (hard_gather_neighbors' loads, floats and test; a lane whose list would overflow
  * scans its cells at every move instead); lane l draws the displacements of moves l, l + T, ...
  * ahead; each move's overlap tests are split over the lanes and combined by a vote. An overlap
  * is an overlap whichever lane finds it, so the decisions, and the chain, are those of
@@ -117,13 +117,19 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             int off[3] = {qq % 3 - 1, (qq / 3) % 3 - 1, DIM == 3 ? qq / 9 - 1 : 0};
             float sh[3];
             const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
-            int m = (int)HARD_LOAD(&count[cn]);
-            m = m > NMAX ? NMAX : m;
-            for (int j = 0; j < m; j++) {
+            const int m = (int)HARD_LOAD(&count[cn]);
+            float slot[HARD_EAGER][3];
+            hard_load_eager(DIM, NMAX, &g, pos, cn, slot);
+#pragma unroll
+            for (int j = 0; j < NMAX; j++) {
+                if (j >= m)
+                    break;
                 float ps[3] = {0.0f, 0.0f, 0.0f};
                 float b2 = 0.0f;
                 for (int a = 0; a < DIM; a++) {
-                    ps[a] = HARD_LOAD(&pos[carlo_cell_slot(&g, cn, j, a)]) + sh[a];
+                    ps[a] = (j < HARD_EAGER ? slot[j < HARD_EAGER ? j : 0][a]
+                                            : HARD_LOAD(&pos[carlo_cell_slot(&g, cn, j, a)])) +
+                            sh[a];
                     float e = ps[a] < 0.0f ? -ps[a] : (ps[a] > g.w[a] ? ps[a] - g.w[a] : 0.0f);
                     b2 += e * e;
                 }
