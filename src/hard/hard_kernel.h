@@ -215,7 +215,12 @@ HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const car
  * axis a is nb[(k * dim + a) * stride] (stride: the threads sharing the buffer). Returns the
  * number of entries, or -1 when more than cap particles qualify (then the moves scan the cells
  * directly: same decisions, only slower). */
-#define HARD_EAGER 4 /* slots of a neighbour cell read before its count is known */
+#define HARD_EAGER 4 /* slots of a neighbour cell read before its count is known (GPU) */
+#if defined(__CUDA_ARCH__)
+#define HARD_EAGER_ON 1
+#else
+#define HARD_EAGER_ON 0 /* the CPU waits on no count: its caches serve the loads it needs */
+#endif
 
 /* The first HARD_EAGER slots of cell cn, empty or not (a cell holds about two particles at the
  * densities of interest): the loads need not wait for the cell's count, which is what a
@@ -250,7 +255,8 @@ HARD_INLINE int hard_gather_neighbors(const int dim, const int nmax, const carlo
                 int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
                 int n = (int)HARD_LOAD(&count[cn]);
                 float slot[HARD_EAGER][3];
-                hard_load_eager(dim, nmax, g, pos, cn, slot);
+                if (HARD_EAGER_ON)
+                    hard_load_eager(dim, nmax, g, pos, cn, slot);
                 HARD_UNROLL
                 for (int j = 0; j < nmax; j++) {
                     if (j >= n)
@@ -259,8 +265,9 @@ HARD_INLINE int hard_gather_neighbors(const int dim, const int nmax, const carlo
                     float b2 = 0.0f;
                     HARD_UNROLL
                     for (int a = 0; a < dim; a++) {
-                        ps[a] = (j < HARD_EAGER ? slot[j < HARD_EAGER ? j : 0][a]
-                                                : HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)])) +
+                        ps[a] = (HARD_EAGER_ON && j < HARD_EAGER
+                                     ? slot[j < HARD_EAGER ? j : 0][a]
+                                     : HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)])) +
                                 s[a];
                         float e = ps[a] < 0.0f ? -ps[a] : (ps[a] > g->w[a] ? ps[a] - g->w[a] : 0.0f);
                         b2 += e * e;
