@@ -74,52 +74,39 @@ b.block = { 128, 2 }
 a:run{ sweeps = 100 }
 b:run{ sweeps = 100 }
 check.ok("gpu/hard/block-shape-invariant", a:snapshot().position == b:snapshot().position)
--- neighbour lists on and off on the GPU, against the CPU default
-for _, ga in ipairs{ true, false } do
-  c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.58, init = "fcc", seed = 13 })
-  g.team = 1 -- the one-thread kernel, whose options these are
-  g.gather = ga
-  c:run{ sweeps = 100 }
-  g:run{ sweeps = 100 }
-  same("gpu/hard/bitwise-spheres-gather-" .. tostring(ga), c, g)
-  c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex", seed = 14 })
-  g.gather = ga
-  c:run{ sweeps = 100 }
-  g:run{ sweeps = 100 }
-  same("gpu/hard/bitwise-disks-gather-" .. tostring(ga), c, g)
+-- a GPU launch option changes speed only: the GPU system with `set` applied runs the CPU's chain
+local function launch_chain(name, ctor, opts, sweeps, set)
+  local cc, gg = pair(ctor, opts)
+  set(gg)
+  cc:run{ sweeps = sweeps }
+  gg:run{ sweeps = sweeps }
+  same(name, cc, gg)
 end
--- a team of lanes per active cell (a GPU launch choice), against the CPU
+local spheres = { N = 4 * 12 * 12 * 12, phi = 0.58, init = "fcc", seed = 13 }
+local disks = { N = 64 * 64, phi = 0.72, init = "hex", seed = 14 }
+-- neighbour lists on and off (options of the one-thread kernel, team = 1)
+for _, ga in ipairs{ true, false } do
+  launch_chain("gpu/hard/bitwise-spheres-gather-" .. tostring(ga), carlo.hard_spheres, spheres, 100,
+    function(g) g.team = 1; g.gather = ga end)
+  launch_chain("gpu/hard/bitwise-disks-gather-" .. tostring(ga), carlo.hard_disks, disks, 100,
+    function(g) g.gather = ga end)
+end
+-- a team of lanes per active cell
 for _, t in ipairs{ 1, 2, 4, 8 } do
-  c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.58, init = "fcc", seed = 17 })
-  g.team = t
-  c:run{ sweeps = 100 }
-  g:run{ sweeps = 100 }
-  same("gpu/hard/bitwise-spheres-team-" .. t, c, g)
-  c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex", seed = 18 })
-  g.team = t
-  c:run{ sweeps = 100 }
-  g:run{ sweeps = 100 }
-  same("gpu/hard/bitwise-disks-team-" .. t, c, g)
+  launch_chain("gpu/hard/bitwise-spheres-team-" .. t, carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.58,
+    init = "fcc", seed = 17 }, 100, function(g) g.team = t end)
+  launch_chain("gpu/hard/bitwise-disks-team-" .. t, carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex",
+    seed = 18 }, 100, function(g) g.team = t end)
 end
 -- a block whose lists would not fit in shared memory scans instead, with the same result
-c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex", seed = 16 })
-g.block = { 1024, 1 }
-c:run{ sweeps = 50 }
-g:run{ sweeps = 50 }
-same("gpu/hard/bitwise-disks-large-block", c, g)
--- both forms of the cell update, against the CPU
+launch_chain("gpu/hard/bitwise-disks-large-block", carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex",
+  seed = 16 }, 50, function(g) g.block = { 1024, 1 } end)
+-- both forms of the cell update
 for _, v in ipairs{ "memory", "registers" } do
-  c, g = pair(carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.52, init = "fcc", seed = 11 })
-  g.team = 1
-  g.variant = v
-  c:run{ sweeps = 100 }
-  g:run{ sweeps = 100 }
-  same("gpu/hard/bitwise-spheres-" .. v, c, g)
-  c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex", seed = 12 })
-  g.variant = v
-  c:run{ sweeps = 100 }
-  g:run{ sweeps = 100 }
-  same("gpu/hard/bitwise-disks-" .. v, c, g)
+  launch_chain("gpu/hard/bitwise-spheres-" .. v, carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.52,
+    init = "fcc", seed = 11 }, 100, function(g) g.team = 1; g.variant = v end)
+  launch_chain("gpu/hard/bitwise-disks-" .. v, carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex",
+    seed = 12 }, 100, function(g) g.variant = v end)
 end
 
 -- invariants after long runs at the paper's size and density
