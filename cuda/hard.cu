@@ -71,11 +71,11 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
     warp_add(&ctr->accepted, accepted);
 }
 
-/* A team of T lanes (2, 4 or 8, within one warp) per active cell, CB_TEAM_THREADS threads per
+/* A team of T lanes (2, 4 or 8, within one warp) per active cell, HARD_TEAM_THREADS threads per
  * block, the active cells of the set numbered as carlo_cell_active numbers them. The cell's
  * particles sit in shared memory; lane l of the team gathers the neighbour cells l, l + T, ...
- * into its own list (hard_gather_neighbors' loads, floats and test; a lane whose list would overflow
- * scans its cells at every move instead); lane l draws the displacements of moves l, l + T, ...
+ * into its own list (hard_gather_neighbors' loads, floats and test; a lane whose list would
+ * overflow scans its cells at every move instead); lane l draws the displacements of moves l, l + T, ...
  * ahead; each move's overlap tests are split over the lanes and combined by a vote. An overlap
  * is an overlap whichever lane finds it, so the decisions, and the chain, are those of
  * hard_cell_update. */
@@ -349,8 +349,6 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
     dim3 block((unsigned)bx, (unsigned)by, 1);
     dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx), (unsigned)((gr.half[1] + by - 1) / by),
               (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
-    /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers and
-     * three quarters of the occupancy, so the cell stays in memory (L1) */
     if (s->team > 1) {
         void (*k)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t, dev_counters *);
         if (gr.dim == 2)
@@ -365,6 +363,8 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
         CK(cudaGetLastError());
         return 0;
     }
+    /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers and
+     * three quarters of the occupancy, so the cell stays in memory (L1) */
     const int cache = s->variant == 1;
     size_t smem = (size_t)(gr.dim == 2 ? HARD_NB_2D : HARD_NB_3D) * (size_t)gr.dim * (size_t)(bx * by) *
                   sizeof(float);
