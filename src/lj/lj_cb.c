@@ -274,21 +274,23 @@ static void cb_lanes_all(const lj_cbgeom *G, int M, const float *const c[6], con
 
 /* One trial move's 32 lanes in the near-candidate order (lj_kernel.h). c: candidate
  * coordinates and offsets (SoA), start: each neighbour cell's first candidate, mq: the move's
- * midpoint in each neighbour cell's frame, flag: room for M near flags. */
+ * midpoint in each neighbour cell's frame, flag: room for M near flags, near: for M indices. */
 static void cb_lanes_near(const lj_cbgeom *G, int nq, const int *start, const float *const c[6],
                           const float (*mq)[3], const float o[3], const float n[3], int me,
-                          uint8_t *flag, double *lu, double *lw)
+                          uint8_t *flag, int *near, double *lu, double *lw)
 {
     cb_near_flags(G, nq, start, c, mq, flag);
     flag[me] = 0;
+    int h = 0;
+    for (int k = 0; k < start[nq]; k++) { /* branch-free compaction */
+        near[h] = k;
+        h += flag[k];
+    }
     for (int l = 0; l < LJ_CB_WARP; l++)
         lu[l] = lw[l] = 0.0;
-    uint32_t h = 0;
-    for (int k = 0; k < start[nq]; k++) {
-        if (!flag[k])
-            continue;
+    for (int i = 0; i < h; i++) {
+        const int k = near[i], l = i % LJ_CB_WARP;
         const float b[3] = {c[0][k], c[1][k], c[2][k]}, s[3] = {c[3][k], c[4][k], c[5][k]};
-        const uint32_t l = h++ % LJ_CB_WARP;
         lj_cb_candidate(G, o, n, b, s, &lu[l], &lw[l]);
     }
 }
@@ -326,10 +328,12 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
     const int M = start[nq];
     float *buf = malloc(sizeof(float) * 6 * (size_t)(M ? M : 1));
     uint8_t *flag = malloc((size_t)(M ? M : 1));
+    int *near = malloc(sizeof(int) * (size_t)(M ? M : 1));
     int *perm = malloc(sizeof(int) * (size_t)n);
-    if (!buf || !flag || !perm) { /* cannot happen for cells of at most 1024: keep the state whole */
+    if (!buf || !flag || !near || !perm) { /* cannot happen for cells of at most 1024: keep the state whole */
         free(buf);
         free(flag);
+        free(near);
         free(perm);
         return 0;
     }
@@ -362,7 +366,7 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
             for (int q = 0; q < nq; q++)
                 lj_cb_mid(o, dd, sh[q], mq[q]);
             cb_lanes_near(&G, nq, start, (const float *const *)c, (const float(*)[3])mq, o, nw, me,
-                          flag, lu, lw);
+                          flag, near, lu, lw);
         } else {
             for (int l = 0; l < T; l++)
                 lu[l] = lw[l] = 0.0;
@@ -387,6 +391,7 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
             d->pos[carlo_cell_slot(g, cell, i, a)] = c[a][start[centre] + i];
     free(buf);
     free(flag);
+    free(near);
     free(perm);
     return accepted;
 }
