@@ -20,6 +20,9 @@ __global__ void clear_kernel(carlo_cell_grid g, carlo_cell_data d)
         carlo_cell_close(&g, &d, c, 0);
 }
 
+/* DIM and NAUX > 0: the grid's dimension and words per particle as literal constants (the
+ * shift's chunks in registers); 0: read from the grid. */
+template <int DIM, int NAUX>
 __global__ void shift_kernel(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data dst,
                              carlo_cell_shift sh, unsigned int *flag)
 {
@@ -28,7 +31,8 @@ __global__ void shift_kernel(carlo_cell_grid g, carlo_cell_data src, carlo_cell_
         return;
     int xyz[3];
     carlo_cell_coords(&g, c, xyz);
-    if (carlo_cell_shift_gather(&g, &src, &dst, xyz, sh) > g.nmax)
+    if (carlo_cell_shift_gather_n(&g, &src, &dst, xyz, sh, DIM ? DIM : g.dim, NAUX ? NAUX : g.naux) >
+        g.nmax)
         atomicOr(flag, 1u);
 }
 
@@ -99,7 +103,9 @@ int carlo_cells_dev_shift(const carlo_cell_grid *g, const carlo_cell_data *src,
                           const carlo_cell_data *dst, carlo_cell_shift sh, unsigned int *flag,
                           cudaStream_t stream)
 {
-    shift_kernel<<<blocks_for(g->ncells), THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);
+    void (*k)(carlo_cell_grid, carlo_cell_data, carlo_cell_data, carlo_cell_shift, unsigned int *) =
+        g->naux != 1 ? shift_kernel<0, 0> : (g->dim == 2 ? shift_kernel<2, 1> : shift_kernel<3, 1>);
+    k<<<blocks_for(g->ncells), THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);
     CK(cudaGetLastError());
     return 0;
 }

@@ -117,12 +117,13 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             int off[3] = {qq % 3 - 1, (qq / 3) % 3 - 1, DIM == 3 ? qq / 9 - 1 : 0};
             float sh[3];
             const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
-            const int m = (int)HARD_LOAD(&count[cn]);
+            /* the eager slots, occupied or not, as in hard_gather_neighbors */
+            const int m = NMAX <= HARD_EAGER ? NMAX : (int)HARD_LOAD(&count[cn]);
             float slot[HARD_EAGER][3];
             hard_load_eager(DIM, NMAX, &g, pos, cn, slot);
 #pragma unroll
             for (int j = 0; j < NMAX; j++) {
-                if (j >= m)
+                if (j >= m && j >= HARD_EAGER)
                     break;
                 float ps[3] = {0.0f, 0.0f, 0.0f};
                 float b2 = 0.0f;
@@ -165,15 +166,14 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             }
             if (!ok)
                 continue; /* the same on the team's lanes */
-            const float zero[3] = {0.0f, 0.0f, 0.0f};
             bool hit = false;
             for (int j = tl; j < n && !hit; j += T)
-                hit = j != i && hard_d2(DIM, tp, own[j], zero) < 1.0f;
+                hit = j != i && hard_d2_here(DIM, tp, own[j]) < 1.0f;
             for (int e = 0; e < nl && !hit; e++) {
                 float p[3] = {0.0f, 0.0f, 0.0f};
                 for (int a = 0; a < DIM; a++)
                     p[a] = list_s[e * DIM + a][threadIdx.x];
-                hit = hard_d2(DIM, tp, p, zero) < 1.0f;
+                hit = hard_d2_here(DIM, tp, p) < 1.0f;
             }
             if (scan && !hit) /* an overflowed list: this lane's cells, every particle */
                 for (int q = tl; q < nq && !hit; q += T) {

@@ -1339,7 +1339,9 @@ __global__ void __launch_bounds__(CB_WARPS * 32, 6) cb_subsweep(cbp p, int set, 
     }
 }
 
-/* The cell shift: one thread per cell of the new grid (core/cells_kernel.h, Algorithm 4). */
+/* The cell shift: one thread per cell of the new grid (core/cells_kernel.h, Algorithm 4); the
+ * dimension a literal constant (the grid's cells carry one word per particle: lj_cb.c). */
+template <int DIM>
 __global__ void cb_shift(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data dst,
                          carlo_cell_shift sh, dev_state *st, unsigned long long sweep)
 {
@@ -1350,7 +1352,7 @@ __global__ void cb_shift(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data
         return;
     int xyz[3];
     carlo_cell_coords(&g, c, xyz);
-    if (carlo_cell_shift_gather(&g, &src, &dst, xyz, sh) > g.nmax &&
+    if (carlo_cell_shift_gather_n(&g, &src, &dst, xyz, sh, DIM, 1) > g.nmax &&
         atomicCAS(&st->status, 0, 1) == 0)
         st->fail_sweep = sweep;
 }
@@ -1557,7 +1559,8 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
                 return -1;
         }
         carlo_cell_shift sh = lj_cb_shift(s, sweep);
-        cb_shift<<<cblocks, threads>>>(*grid, g->cur, g->tmp, sh, g->st, k);
+        (grid->dim == 2 ? cb_shift<2> : cb_shift<3>)<<<cblocks, threads>>>(*grid, g->cur, g->tmp, sh,
+                                                                            g->st, k);
         CK(cudaGetLastError());
         carlo_cell_data t = g->cur;
         g->cur = g->tmp;
@@ -1639,8 +1642,9 @@ int gpu_cb_sweeps(lj_system *s, uint64_t n)
             memset(&h, 0, sizeof h);
             CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
             const int threads = 256;
-            cb_shift<<<(unsigned)((grid->ncells + threads - 1) / threads), threads>>>(
-                *grid, g->cur, g->tmp, sh, g->st, k);
+            (grid->dim == 2 ? cb_shift<2> : cb_shift<3>)<<<(unsigned)((grid->ncells + threads - 1) /
+                                                                      threads),
+                                                           threads>>>(*grid, g->cur, g->tmp, sh, g->st, k);
             CK(cudaGetLastError());
             CK(cudaMemcpy(&h, g->st, sizeof h, cudaMemcpyDeviceToHost));
         } while (h.status);

@@ -204,17 +204,6 @@ CARLO_HD carlo_cell_shift carlo_cells_shift_draw(const carlo_cell_grid *g, uint6
     return sh;
 }
 
-/* Copy one particle (every plane) from slot i of cell c in src to slot j of cell cn in dst,
- * with position pos (dim floats). */
-CARLO_HD void carlo_cell_put(const carlo_cell_grid *g, const carlo_cell_data *src, int64_t c, int i,
-                             const carlo_cell_data *dst, int64_t cn, int j, const float *pos)
-{
-    for (int a = 0; a < g->dim; a++)
-        dst->pos[carlo_cell_slot(g, cn, j, a)] = pos[a];
-    for (int k = 0; k < g->naux; k++)
-        dst->aux[carlo_cell_slot(g, cn, j, k)] = src->aux[carlo_cell_slot(g, c, i, k)];
-}
-
 /* Mark slots from..nmax-1 of cell c empty and set its count. */
 CARLO_HD void carlo_cell_close(const carlo_cell_grid *g, const carlo_cell_data *dst, int64_t c,
                                int from)
@@ -228,51 +217,130 @@ CARLO_HD void carlo_cell_close(const carlo_cell_grid *g, const carlo_cell_data *
     dst->count[c] = (uint32_t)(from < g->nmax ? from : g->nmax);
 }
 
+/* Loops over a fixed, small number of slots or planes: unrolled on the GPU, where the arrays
+ * they index then live in registers. */
+#if defined(__CUDA_ARCH__)
+#define CARLO_CELL_UNROLL _Pragma("unroll")
+#else
+#define CARLO_CELL_UNROLL
+#endif
+
+/* Slots the cell shift reads at a time: all of a chunk's loads are issued before any of its
+ * values is needed, and the first chunk's before the cell counts are known (on the GPU a load
+ * costs a round trip to memory, which one dependent load after another would pay per slot). */
+#define CARLO_CELL_CHUNK 4
+
+typedef struct carlo_cell_chunk {
+    float p[CARLO_CELL_CHUNK][3];
+    uint32_t w[CARLO_CELL_CHUNK][8];
+} carlo_cell_chunk;
+
+/* Slots i0 .. i0 + CARLO_CELL_CHUNK - 1 of cell c (those below nmax), dim position planes and
+ * naux word planes, whether occupied or not. */
+CARLO_HD void carlo_cell_chunk_load(const carlo_cell_grid *g, const carlo_cell_data *src, int64_t c,
+                                    int i0, const int dim, const int naux, carlo_cell_chunk *k)
+{
+    CARLO_CELL_UNROLL
+    for (int j = 0; j < CARLO_CELL_CHUNK; j++) {
+        if (i0 + j >= g->nmax)
+            break;
+        CARLO_CELL_UNROLL
+        for (int a = 0; a < 3; a++)
+            k->p[j][a] = a < dim ? src->pos[carlo_cell_slot(g, c, i0 + j, a)] : 0.0f;
+        CARLO_CELL_UNROLL
+        for (int b = 0; b < 8; b++)
+            k->w[j][b] = b < naux ? src->aux[carlo_cell_slot(g, c, i0 + j, b)] : 0u;
+    }
+}
+
+/* Store a particle (dim floats, naux words) into slot j of cell c of dst. */
+CARLO_HD void carlo_cell_store(const carlo_cell_grid *g, const carlo_cell_data *dst, int64_t c, int j,
+                               const int dim, const int naux, const float p[3], const uint32_t w[8])
+{
+    CARLO_CELL_UNROLL
+    for (int a = 0; a < 3; a++)
+        if (a < dim)
+            dst->pos[carlo_cell_slot(g, c, j, a)] = p[a];
+    CARLO_CELL_UNROLL
+    for (int b = 0; b < 8; b++)
+        if (b < naux)
+            dst->aux[carlo_cell_slot(g, c, j, b)] = w[b];
+}
+
 /* Algorithm 4: cell xyz of the shifted grid, gathered from the same cell of src (the particles
  * that stay) and from its neighbour in direction dir (the particles that cross). Both gathers
  * compute u - dir*d with the same operands and test it with the same predicate, so each
  * particle is taken by exactly one new cell: none is lost or doubled, whatever the rounding.
+ * The cell's own particles keep their order and come first, then the arrivals in theirs.
  * Returns the number of particles the new cell received (more than nmax: an overflow, the
- * extra ones are not stored). */
-CARLO_HD int carlo_cell_shift_gather(const carlo_cell_grid *g, const carlo_cell_data *src,
-                                     const carlo_cell_data *dst, const int xyz[3],
-                                     carlo_cell_shift sh)
+ * extra ones are not stored). dim and naux are g's; a GPU kernel passes them as literal
+ * constants, so that the chunks stay in registers. */
+CARLO_HD int carlo_cell_shift_gather_n(const carlo_cell_grid *g, const carlo_cell_data *src,
+                                       const carlo_cell_data *dst, const int xyz[3],
+                                       carlo_cell_shift sh, const int dim, const int naux)
 {
     const int ax = sh.axis;
     const float delta = sh.dir > 0 ? sh.d : -sh.d;
     const float w = g->w[ax];
+    const float s_ax = sh.dir > 0 ? w : -w; /* the neighbour's frame, seen from this cell */
     const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
-    int off[3] = {0, 0, 0};
-    off[ax] = sh.dir;
-    float s[3];
-    const int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
+    int nxyz[3] = {xyz[0], xyz[1], xyz[2]};
+    if (ax == 0)
+        nxyz[0] = carlo_cell_wrap(xyz[0] + sh.dir, g->m[0]);
+    else if (ax == 1)
+        nxyz[1] = carlo_cell_wrap(xyz[1] + sh.dir, g->m[1]);
+    else
+        nxyz[2] = carlo_cell_wrap(xyz[2] + sh.dir, g->m[2]);
+    const int64_t cn = carlo_cell_index(g, nxyz[0], nxyz[1], nxyz[2]);
+    carlo_cell_chunk own, nb;
+    carlo_cell_chunk_load(g, src, c, 0, dim, naux, &own);
+    carlo_cell_chunk_load(g, src, cn, 0, dim, naux, &nb);
+    const int n_own = (int)src->count[c], n_nb = (int)src->count[cn];
     int got = 0;
-    float p[3];
-    const int n_own = (int)src->count[c];
-    for (int i = 0; i < n_own; i++) {
-        float u = src->pos[carlo_cell_slot(g, c, i, ax)] - delta;
-        if (u >= 0.0f && u < w) {
-            for (int a = 0; a < g->dim; a++)
-                p[a] = a == ax ? u : src->pos[carlo_cell_slot(g, c, i, a)];
+    for (int i0 = 0; i0 < n_own && i0 < g->nmax; i0 += CARLO_CELL_CHUNK) {
+        if (i0 > 0)
+            carlo_cell_chunk_load(g, src, c, i0, dim, naux, &own);
+        CARLO_CELL_UNROLL
+        for (int j = 0; j < CARLO_CELL_CHUNK; j++) {
+            if (i0 + j >= n_own || i0 + j >= g->nmax)
+                break;
+            float *p = own.p[j];
+            const float u = (ax == 0 ? p[0] : (ax == 1 ? p[1] : p[2])) - delta;
+            if (!(u >= 0.0f && u < w))
+                continue;
+            const float q[3] = {ax == 0 ? u : p[0], ax == 1 ? u : p[1], ax == 2 ? u : p[2]};
             if (got < g->nmax)
-                carlo_cell_put(g, src, c, i, dst, c, got, p);
+                carlo_cell_store(g, dst, c, got, dim, naux, q, own.w[j]);
             got++;
         }
     }
-    const int n_nb = (int)src->count[cn];
-    for (int i = 0; i < n_nb; i++) {
-        float u = src->pos[carlo_cell_slot(g, cn, i, ax)] - delta;
-        if (u >= 0.0f && u < w) /* stays in its own cell */
-            continue;
-        for (int a = 0; a < g->dim; a++)
-            p[a] = a == ax ? carlo_cell_clamp(g, ax, u + s[ax])
-                           : src->pos[carlo_cell_slot(g, cn, i, a)];
-        if (got < g->nmax)
-            carlo_cell_put(g, src, cn, i, dst, c, got, p);
-        got++;
+    for (int i0 = 0; i0 < n_nb && i0 < g->nmax; i0 += CARLO_CELL_CHUNK) {
+        if (i0 > 0)
+            carlo_cell_chunk_load(g, src, cn, i0, dim, naux, &nb);
+        CARLO_CELL_UNROLL
+        for (int j = 0; j < CARLO_CELL_CHUNK; j++) {
+            if (i0 + j >= n_nb || i0 + j >= g->nmax)
+                break;
+            float *p = nb.p[j];
+            const float u = (ax == 0 ? p[0] : (ax == 1 ? p[1] : p[2])) - delta;
+            if (u >= 0.0f && u < w) /* stays in its own cell */
+                continue;
+            const float v = carlo_cell_clamp(g, ax, u + s_ax);
+            const float q[3] = {ax == 0 ? v : p[0], ax == 1 ? v : p[1], ax == 2 ? v : p[2]};
+            if (got < g->nmax)
+                carlo_cell_store(g, dst, c, got, dim, naux, q, nb.w[j]);
+            got++;
+        }
     }
     carlo_cell_close(g, dst, c, got);
     return got;
+}
+
+CARLO_HD int carlo_cell_shift_gather(const carlo_cell_grid *g, const carlo_cell_data *src,
+                                     const carlo_cell_data *dst, const int xyz[3],
+                                     carlo_cell_shift sh)
+{
+    return carlo_cell_shift_gather_n(g, src, dst, xyz, sh, g->dim, g->naux);
 }
 
 /* Where a particle goes when the box is scaled by lam[a] along each axis (about the grid's

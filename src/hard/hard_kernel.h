@@ -87,6 +87,20 @@ HARD_INLINE float hard_d2(int dim, const float t[3], const float p[3], const flo
     return r2;
 }
 
+/* hard_d2 for a particle in the same frame (s = 0): t - p equals t - (p + 0) up to the sign of
+ * a zero, so the squares, and every decision, are the same; the additions of zero are not made. */
+HARD_INLINE float hard_d2_here(int dim, const float t[3], const float p[3])
+{
+    float dx = t[0] - p[0];
+    float dy = t[1] - p[1];
+    float r2 = dx * dx + dy * dy;
+    if (dim == 3) {
+        float dz = t[2] - p[2];
+        r2 = r2 + dz * dz;
+    }
+    return r2;
+}
+
 #define HARD_IDENTITY 0xba9876543210ull
 
 /* A uniformly random permutation of 0..n-1 (n <= 12) as 4-bit entries of one word: a
@@ -253,13 +267,16 @@ HARD_INLINE int hard_gather_neighbors(const int dim, const int nmax, const carlo
                 int off[3] = {ox, oy, oz};
                 float s[3];
                 int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
-                int n = (int)HARD_LOAD(&count[cn]);
+                /* on the GPU the eager slots are tested whether occupied or not (an empty slot
+                 * is far from every cell and never qualifies), so that nothing waits for the
+                 * count; where every slot is eager (2D), the count is not read at all */
+                const int n = HARD_EAGER_ON && nmax <= HARD_EAGER ? nmax : (int)HARD_LOAD(&count[cn]);
                 float slot[HARD_EAGER][3];
                 if (HARD_EAGER_ON)
                     hard_load_eager(dim, nmax, g, pos, cn, slot);
                 HARD_UNROLL
                 for (int j = 0; j < nmax; j++) {
-                    if (j >= n)
+                    if (j >= n && !(HARD_EAGER_ON && j < HARD_EAGER))
                         break;
                     float ps[3] = {0.0f, 0.0f, 0.0f};
                     float b2 = 0.0f;
@@ -316,7 +333,6 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int c
         n = nmax;
     const int nbn = nb ? hard_gather_neighbors(dim, nmax, g, pos, count, xyz, nb, nb_stride, nb_cap) : -1;
     const uint64_t perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
-    const float zero[3] = {0.0f, 0.0f, 0.0f};
     uint32_t accepted = 0;
     int k = 0;
     for (int s = 0; s < mv.moves; s++) {
@@ -346,7 +362,7 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int c
         if (cache) {
             HARD_UNROLL
             for (int j = 0; j < nmax; j++) /* full loops with static indices keep own[] in registers */
-                if (ok && j != i && j < n && hard_d2(dim, t, own[j], zero) < 1.0f)
+                if (ok && j != i && j < n && hard_d2_here(dim, t, own[j]) < 1.0f)
                     ok = 0;
         } else {
             for (int j = 0; j < n && ok; j++) {
@@ -356,17 +372,18 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int c
                 HARD_UNROLL
                 for (int a = 0; a < dim; a++)
                     p[a] = pos[carlo_cell_slot(g, c, j, a)];
-                if (hard_d2(dim, t, p, zero) < 1.0f)
+                if (hard_d2_here(dim, t, p) < 1.0f)
                     ok = 0;
             }
         }
         if (ok && nbn >= 0) {
-            for (int k2 = 0; k2 < nbn; k2++) {
+            const float *e = nb; /* entry k2 */
+            for (int k2 = 0; k2 < nbn; k2++, e += dim * nb_stride) {
                 float p[3] = {0.0f, 0.0f, 0.0f};
                 HARD_UNROLL
                 for (int a = 0; a < dim; a++)
-                    p[a] = nb[(k2 * dim + a) * nb_stride];
-                if (hard_d2(dim, t, p, zero) < 1.0f) {
+                    p[a] = e[a * nb_stride];
+                if (hard_d2_here(dim, t, p) < 1.0f) {
                     ok = 0;
                     break;
                 }
