@@ -249,55 +249,98 @@ HARD_INLINE void hard_load_eager(const int dim, const int nmax, const carlo_cell
             slot[j][a] = j < nmax && a < dim ? HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)]) : 0.0f;
 }
 
+/* A neighbour's particle, at p in its own frame, seen from the active cell: ps = p + s, its
+ * position in the active frame (p itself along the axes where the offset is 0), and the
+ * return value, its squared distance to the active cell's box, summed over the axes crossed in
+ * axis order. Exact frames make p + w - w = p and -(p - w) = w - p, so the sum is the one the
+ * clamped differences of ps give; with the offset a literal constant (unrolled loops), only
+ * the crossed axes cost anything. An empty slot is a million away along every axis, and every
+ * neighbour crosses one, so it never comes near. */
+HARD_INLINE float hard_reach2(const int dim, const int off[3], const float p[3], const float s[3],
+                              const float w[3], float ps[3])
+{
+    float b2 = 0.0f;
+    HARD_UNROLL
+    for (int a = 0; a < 3; a++) {
+        if (a >= dim) {
+            ps[a] = 0.0f;
+            continue;
+        }
+        if (off[a] == 0) {
+            ps[a] = p[a];
+            continue;
+        }
+        ps[a] = p[a] + s[a];
+        const float e = off[a] > 0 ? p[a] : w[a] - p[a];
+        b2 += e * e;
+    }
+    return b2;
+}
+
 #define HARD_NB_2D 32 /* 8 cells x 4 slots: the 2D list never overflows */
 #define HARD_NB_3D 32 /* 26 x 12 could; by volume, about 23 qualify at phi = 0.5 and 28 at 0.6 */
 #define HARD_NB_MAX 32
+
+/* One neighbour cell, at offset off, into the list: returns the new number of entries k, or -1
+ * when the list would hold more than cap. */
+HARD_INLINE int hard_gather_cell(const int dim, const int nmax, const carlo_cell_grid *g,
+                                 const float *pos, const uint32_t *count, const int xyz[3],
+                                 const int off[3], float *nb, int stride, int cap, int k)
+{
+    float s[3];
+    const int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
+    /* on the GPU the eager slots are tested whether occupied or not (an empty slot is far from
+     * every cell and never qualifies), so that nothing waits for the count; where every slot
+     * is eager (2D), the count is not read at all */
+    const int n = HARD_EAGER_ON && nmax <= HARD_EAGER ? nmax : (int)HARD_LOAD(&count[cn]);
+    float slot[HARD_EAGER][3];
+    if (HARD_EAGER_ON)
+        hard_load_eager(dim, nmax, g, pos, cn, slot);
+    HARD_UNROLL
+    for (int j = 0; j < nmax; j++) {
+        if (j >= n && !(HARD_EAGER_ON && j < HARD_EAGER))
+            break;
+        float p[3] = {0.0f, 0.0f, 0.0f}, ps[3];
+        HARD_UNROLL
+        for (int a = 0; a < dim; a++)
+            p[a] = HARD_EAGER_ON && j < HARD_EAGER ? slot[j < HARD_EAGER ? j : 0][a]
+                                                   : HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)]);
+        if (!(hard_reach2(dim, off, p, s, g->w, ps) < 1.001f))
+            continue;
+        if (k == cap)
+            return -1;
+        HARD_UNROLL
+        for (int a = 0; a < dim; a++)
+            nb[(k * dim + a) * stride] = ps[a];
+        k++;
+    }
+    return k;
+}
 
 HARD_INLINE int hard_gather_neighbors(const int dim, const int nmax, const carlo_cell_grid *g,
                                       const float *pos, const uint32_t *count, const int xyz[3],
                                       float *nb, int stride, int cap)
 {
     int k = 0;
-    const int zmin = dim == 3 ? -1 : 0, zmax = dim == 3 ? 1 : 0;
-    for (int oz = zmin; oz <= zmax; oz++)
+    if (dim == 2) { /* eight cells of four slots, unrolled: the offsets become constants */
+        HARD_UNROLL
+        for (int oy = -1; oy <= 1; oy++)
+            HARD_UNROLL
+            for (int ox = -1; ox <= 1; ox++) {
+                const int off[3] = {ox, oy, 0};
+                if ((ox != 0 || oy != 0) &&
+                    (k = hard_gather_cell(dim, nmax, g, pos, count, xyz, off, nb, stride, cap, k)) < 0)
+                    return -1;
+            }
+        return k;
+    }
+    for (int oz = -1; oz <= 1; oz++) /* 26 unrolled copies would crowd the instruction cache */
         for (int oy = -1; oy <= 1; oy++)
             for (int ox = -1; ox <= 1; ox++) {
-                if (ox == 0 && oy == 0 && oz == 0)
-                    continue;
-                int off[3] = {ox, oy, oz};
-                float s[3];
-                int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
-                /* on the GPU the eager slots are tested whether occupied or not (an empty slot
-                 * is far from every cell and never qualifies), so that nothing waits for the
-                 * count; where every slot is eager (2D), the count is not read at all */
-                const int n = HARD_EAGER_ON && nmax <= HARD_EAGER ? nmax : (int)HARD_LOAD(&count[cn]);
-                float slot[HARD_EAGER][3];
-                if (HARD_EAGER_ON)
-                    hard_load_eager(dim, nmax, g, pos, cn, slot);
-                HARD_UNROLL
-                for (int j = 0; j < nmax; j++) {
-                    if (j >= n && !(HARD_EAGER_ON && j < HARD_EAGER))
-                        break;
-                    float ps[3] = {0.0f, 0.0f, 0.0f};
-                    float b2 = 0.0f;
-                    HARD_UNROLL
-                    for (int a = 0; a < dim; a++) {
-                        ps[a] = (HARD_EAGER_ON && j < HARD_EAGER
-                                     ? slot[j < HARD_EAGER ? j : 0][a]
-                                     : HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)])) +
-                                s[a];
-                        float e = ps[a] < 0.0f ? -ps[a] : (ps[a] > g->w[a] ? ps[a] - g->w[a] : 0.0f);
-                        b2 += e * e;
-                    }
-                    if (!(b2 < 1.001f))
-                        continue;
-                    if (k == cap)
-                        return -1;
-                    HARD_UNROLL
-                    for (int a = 0; a < dim; a++)
-                        nb[(k * dim + a) * stride] = ps[a];
-                    k++;
-                }
+                const int off[3] = {ox, oy, oz};
+                if ((ox != 0 || oy != 0 || oz != 0) &&
+                    (k = hard_gather_cell(dim, nmax, g, pos, count, xyz, off, nb, stride, cap, k)) < 0)
+                    return -1;
             }
     return k;
 }
