@@ -12,6 +12,7 @@ extern "C" {
 namespace {
 
 const int THREADS = 256;
+#define STAGED_THREADS 128
 
 __global__ void clear_kernel(carlo_cell_grid g, carlo_cell_data d)
 {
@@ -34,6 +35,40 @@ __global__ void shift_kernel(carlo_cell_grid g, carlo_cell_data src, carlo_cell_
     if (carlo_cell_shift_gather_n(&g, &src, &dst, xyz, sh, DIM ? DIM : g.dim, NAUX ? NAUX : g.naux) >
         g.nmax)
         atomicOr(flag, 1u);
+}
+
+/* The shift of grids with NMAX slots (literal): each thread builds its new cell in shared
+ * memory, then writes every slot in slot order, so that a warp's stores go to consecutive
+ * addresses (written in place, the threads of a warp store to different slots at once, a
+ * partial sector each). */
+template <int DIM, int NMAX, int NAUX>
+__global__ void __launch_bounds__(STAGED_THREADS) shift_staged_kernel(carlo_cell_grid g, carlo_cell_data src,
+                                                                     carlo_cell_data dst, carlo_cell_shift sh,
+                                                                     unsigned int *flag)
+{
+    __shared__ float st_pos[DIM * NMAX * STAGED_THREADS];
+    __shared__ uint32_t st_aux[NAUX * NMAX * STAGED_THREADS];
+    __shared__ uint32_t st_count[STAGED_THREADS];
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= g.ncells)
+        return;
+    carlo_cell_grid sg = g; /* the scratch: cell threadIdx.x of STAGED_THREADS */
+    sg.ncells = STAGED_THREADS;
+    const carlo_cell_data sd = {st_pos, st_aux, st_count};
+    int xyz[3];
+    carlo_cell_coords(&g, c, xyz);
+    if (carlo_cell_shift_gather_into(&g, &src, xyz, sh, DIM, NAUX, &sg, &sd, threadIdx.x) > NMAX)
+        atomicOr(flag, 1u);
+#pragma unroll
+    for (int j = 0; j < NMAX; j++) {
+#pragma unroll
+        for (int a = 0; a < DIM; a++)
+            dst.pos[carlo_cell_slot(&g, c, j, a)] = st_pos[carlo_cell_slot(&sg, threadIdx.x, j, a)];
+#pragma unroll
+        for (int b = 0; b < NAUX; b++)
+            dst.aux[carlo_cell_slot(&g, c, j, b)] = st_aux[carlo_cell_slot(&sg, threadIdx.x, j, b)];
+    }
+    dst.count[c] = st_count[threadIdx.x];
 }
 
 struct lam3 {
@@ -103,6 +138,16 @@ int carlo_cells_dev_shift(const carlo_cell_grid *g, const carlo_cell_data *src,
                           const carlo_cell_data *dst, carlo_cell_shift sh, unsigned int *flag,
                           cudaStream_t stream)
 {
+    if (g->naux == 1 && ((g->dim == 2 && g->nmax == 4) || (g->dim == 3 && g->nmax == 12))) {
+        /* the hard-particle grids */
+        const unsigned blocks = (unsigned)((g->ncells + STAGED_THREADS - 1) / STAGED_THREADS);
+        if (g->dim == 2)
+            shift_staged_kernel<2, 4, 1><<<blocks, STAGED_THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);
+        else
+            shift_staged_kernel<3, 12, 1><<<blocks, STAGED_THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);
+        CK(cudaGetLastError());
+        return 0;
+    }
     void (*k)(carlo_cell_grid, carlo_cell_data, carlo_cell_data, carlo_cell_shift, unsigned int *) =
         g->naux != 1 ? shift_kernel<0, 0> : (g->dim == 2 ? shift_kernel<2, 1> : shift_kernel<3, 1>);
     k<<<blocks_for(g->ncells), THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);

@@ -122,14 +122,19 @@ CARLO_HD int64_t carlo_cell_neighbor(const carlo_cell_grid *g, const int xyz[3],
     return carlo_cell_index(g, n[0], n[1], n[2]);
 }
 
-/* Keep a local coordinate inside [0, w) (a guard: exact frames never need it). */
-CARLO_HD float carlo_cell_clamp(const carlo_cell_grid *g, int axis, float u)
+/* Keep a local coordinate inside [0, w) (a guard: exact frames never need it); w_in = w - q. */
+CARLO_HD float carlo_cell_clamp_to(float w, float w_in, float u)
 {
-    if (!(u < g->w[axis]))
-        return g->w_in[axis];
+    if (!(u < w))
+        return w_in;
     if (!(u >= 0.0f))
         return 0.0f;
     return u;
+}
+
+CARLO_HD float carlo_cell_clamp(const carlo_cell_grid *g, int axis, float u)
+{
+    return carlo_cell_clamp_to(g->w[axis], g->w_in[axis], u);
 }
 
 /* The multiple of q nearest to x (ties to even, the same on host and device; symmetric under
@@ -274,14 +279,20 @@ CARLO_HD void carlo_cell_store(const carlo_cell_grid *g, const carlo_cell_data *
  * The cell's own particles keep their order and come first, then the arrivals in theirs.
  * Returns the number of particles the new cell received (more than nmax: an overflow, the
  * extra ones are not stored). dim and naux are g's; a GPU kernel passes them as literal
- * constants, so that the chunks stay in registers. */
-CARLO_HD int carlo_cell_shift_gather_n(const carlo_cell_grid *g, const carlo_cell_data *src,
-                                       const carlo_cell_data *dst, const int xyz[3],
-                                       carlo_cell_shift sh, const int dim, const int naux)
+ * constants, so that the chunks stay in registers. The new cell is written to cell dc of
+ * storage dst laid out by grid dg (g itself and the cell's own index, or a scratch storage of
+ * the same nmax that a GPU kernel then copies out slot by slot). */
+CARLO_HD int carlo_cell_shift_gather_into(const carlo_cell_grid *g, const carlo_cell_data *src,
+                                          const int xyz[3], carlo_cell_shift sh, const int dim,
+                                          const int naux, const carlo_cell_grid *dg,
+                                          const carlo_cell_data *dst, int64_t dc)
 {
     const int ax = sh.axis;
     const float delta = sh.dir > 0 ? sh.d : -sh.d;
-    const float w = g->w[ax];
+    /* the grid's arrays indexed by constants only (a GPU thread would copy the grid to local
+     * memory to index it by ax) */
+    const float w = ax == 0 ? g->w[0] : (ax == 1 ? g->w[1] : g->w[2]);
+    const float w_in = ax == 0 ? g->w_in[0] : (ax == 1 ? g->w_in[1] : g->w_in[2]);
     const float s_ax = sh.dir > 0 ? w : -w; /* the neighbour's frame, seen from this cell */
     const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
     int nxyz[3] = {xyz[0], xyz[1], xyz[2]};
@@ -310,7 +321,7 @@ CARLO_HD int carlo_cell_shift_gather_n(const carlo_cell_grid *g, const carlo_cel
                 continue;
             const float q[3] = {ax == 0 ? u : p[0], ax == 1 ? u : p[1], ax == 2 ? u : p[2]};
             if (got < g->nmax)
-                carlo_cell_store(g, dst, c, got, dim, naux, q, own.w[j]);
+                carlo_cell_store(dg, dst, dc, got, dim, naux, q, own.w[j]);
             got++;
         }
     }
@@ -325,15 +336,24 @@ CARLO_HD int carlo_cell_shift_gather_n(const carlo_cell_grid *g, const carlo_cel
             const float u = (ax == 0 ? p[0] : (ax == 1 ? p[1] : p[2])) - delta;
             if (u >= 0.0f && u < w) /* stays in its own cell */
                 continue;
-            const float v = carlo_cell_clamp(g, ax, u + s_ax);
+            const float v = carlo_cell_clamp_to(w, w_in, u + s_ax);
             const float q[3] = {ax == 0 ? v : p[0], ax == 1 ? v : p[1], ax == 2 ? v : p[2]};
             if (got < g->nmax)
-                carlo_cell_store(g, dst, c, got, dim, naux, q, nb.w[j]);
+                carlo_cell_store(dg, dst, dc, got, dim, naux, q, nb.w[j]);
             got++;
         }
     }
-    carlo_cell_close(g, dst, c, got);
+    carlo_cell_close(dg, dst, dc, got);
     return got;
+}
+
+/* The same, written in place: cell xyz of dst (grid g). */
+CARLO_HD int carlo_cell_shift_gather_n(const carlo_cell_grid *g, const carlo_cell_data *src,
+                                       const carlo_cell_data *dst, const int xyz[3],
+                                       carlo_cell_shift sh, const int dim, const int naux)
+{
+    return carlo_cell_shift_gather_into(g, src, xyz, sh, dim, naux, g, dst,
+                                        carlo_cell_index(g, xyz[0], xyz[1], xyz[2]));
 }
 
 CARLO_HD int carlo_cell_shift_gather(const carlo_cell_grid *g, const carlo_cell_data *src,
