@@ -9,8 +9,10 @@
  * rejected when the centre would leave the cell (rule 1) or overlap another particle.
  *
  * Random numbers (purposes 0x20-0x2f): a cell's permutation is Philox(seed, ORDER, substep,
- * cell, 0..1); move s draws Philox(seed, MOVE, substep, cell, 256 s + attempt) until a point
- * falls inside the unit disk (ball). The result depends on (seed, substep, cell) only, never on
+ * cell, 0..1); in 2D, moves 2k and 2k + 1 share the draw Philox(seed, MOVE, substep, cell, k),
+ * mapped onto the unit disk without rejection; in 3D move s draws Philox(seed, MOVE, substep,
+ * cell, 256 s + attempt) until a point falls inside the unit ball (hard_displacement_raw). The
+ * result depends on (seed, substep, cell) only, never on
  * how cells are spread over threads: the CPU and GPU backends agree bit for bit. */
 #ifndef CARLO_HARD_KERNEL_H
 #define CARLO_HARD_KERNEL_H
@@ -131,29 +133,53 @@ HARD_INLINE float hard_unit(uint32_t w)
     return (float)(2 * (int32_t)(w >> 8) + 1 - 16777216) * (1.0f / 16777216.0f);
 }
 
-/* Trial displacement of move s: uniform in the disk (ball) of radius d by rejection, then
- * rounded to the cells' quantum q (symmetrically), so that the trial position is exact in every
- * frame. After 256 misses (probability below 1e-300) the move is the zero displacement. */
+/* sin x and cos x for |x| <= pi/4: Taylor polynomials (errors below 4e-8) in additions and
+ * multiplications only, so every backend computes the same floats; sin is exactly odd in x and
+ * cos exactly even. */
+HARD_INLINE void hard_sincos_quarter(float x, float *s, float *c)
+{
+    const float x2 = x * x;
+    *s = x * (1.0f + x2 * (-1.0f / 6.0f + x2 * (1.0f / 120.0f + x2 * (-1.0f / 5040.0f + x2 * (1.0f / 362880.0f)))));
+    *c = 1.0f + x2 * (-0.5f + x2 * (1.0f / 24.0f + x2 * (-1.0f / 720.0f + x2 * (1.0f / 40320.0f))));
+}
+
+/* A point of the unit disk from a point (a, b) of the open square (-1, 1)^2 by Shirley and
+ * Chiu's concentric map, which preserves area: the square ring of half-width r goes onto the
+ * circle of radius r. No draw is rejected, so the threads of a warp never wait for one
+ * another's second draw. The map is exactly odd ((-a, -b) gives the negated point, float for
+ * float), so a displacement and its reverse are proposed equally often: detailed balance holds
+ * whatever the rounding, which only makes the density uniform to float precision. */
+HARD_INLINE void hard_disk_point(float a, float b, float out[2])
+{
+    const int wide = fabsf(a) > fabsf(b); /* the ring's vertical (wide) or horizontal sides */
+    const float r = wide ? a : b, other = wide ? b : a;
+    float s, c;
+    hard_sincos_quarter(0.785398163f * (other / r), &s, &c);
+    out[0] = r * (wide ? c : s);
+    out[1] = r * (wide ? s : c);
+}
+
+/* Trial displacement of move s, before rounding. 2D: the concentric map of the point (words 0,
+ * 1) or (2, 3) of Philox(seed, MOVE, substep, cell, s / 2), for even and odd s: two moves per
+ * draw. 3D: uniform in the ball by rejection, Philox(seed, MOVE, substep, cell, 256 s +
+ * attempt) until a point of the cube falls inside; after 256 misses (probability below
+ * 1e-80) the move is the zero displacement. */
 HARD_INLINE void hard_displacement_raw(int dim, float d, uint64_t seed, uint64_t step,
                                        uint32_t cell, uint32_t s, float out[3])
 {
     out[0] = out[1] = out[2] = 0.0f;
+    if (dim == 2) {
+        carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, s >> 1);
+        float p[2];
+        hard_disk_point(hard_unit(r.v[(s & 1) * 2]), hard_unit(r.v[(s & 1) * 2 + 1]), p);
+        out[0] = d * p[0];
+        out[1] = d * p[1];
+        return;
+    }
     for (uint32_t attempt = 0; attempt < 256; attempt++) {
         carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, (s << 8) | attempt);
         float v0 = hard_unit(r.v[0]), v1 = hard_unit(r.v[1]), v2 = hard_unit(r.v[2]);
-        if (dim == 2) {
-            if (v0 * v0 + v1 * v1 < 1.0f) {
-                out[0] = d * v0;
-                out[1] = d * v1;
-                return;
-            }
-            float v3 = hard_unit(r.v[3]);
-            if (v2 * v2 + v3 * v3 < 1.0f) {
-                out[0] = d * v2;
-                out[1] = d * v3;
-                return;
-            }
-        } else if (v0 * v0 + v1 * v1 + v2 * v2 < 1.0f) {
+        if (v0 * v0 + v1 * v1 + v2 * v2 < 1.0f) {
             out[0] = d * v0;
             out[1] = d * v1;
             out[2] = d * v2;
@@ -162,6 +188,22 @@ HARD_INLINE void hard_displacement_raw(int dim, float d, uint64_t seed, uint64_t
     }
 }
 
+/* The displacements of 2D moves s and s + 1 (s even) from their one draw, rounded to the
+ * cells' quantum q (symmetrically), so that the trial position is exact in every frame. */
+HARD_INLINE void hard_displacement_pair(const carlo_cell_grid *g, float d, uint64_t seed, uint64_t step,
+                                        uint32_t cell, uint32_t s, float out[2][3])
+{
+    carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, s >> 1);
+    for (int k = 0; k < 2; k++) {
+        float p[2];
+        hard_disk_point(hard_unit(r.v[2 * k]), hard_unit(r.v[2 * k + 1]), p);
+        out[k][0] = carlo_cell_quantize(g, d * p[0]);
+        out[k][1] = carlo_cell_quantize(g, d * p[1]);
+        out[k][2] = 0.0f;
+    }
+}
+
+/* Trial displacement of move s, rounded to the quantum as hard_displacement_pair rounds. */
 HARD_INLINE void hard_displacement(const carlo_cell_grid *g, int dim, float d, uint64_t seed,
                                    uint64_t step, uint32_t cell, uint32_t s, float out[3])
 {
@@ -378,12 +420,21 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int c
     const uint64_t perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
     uint32_t accepted = 0;
     int k = 0;
+    float pair[2][3] = {{0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f}};
     for (int s = 0; s < mv.moves; s++) {
         const int i = (int)(perm >> (4 * k) & 15u);
         if (++k == n)
             k = 0;
         float t[3] = {0.0f, 0.0f, 0.0f}, disp[3];
-        hard_displacement(g, dim, mv.d, seed, step, (uint32_t)c, (uint32_t)s, disp);
+        if (dim == 2) { /* one draw for two moves */
+            if ((s & 1) == 0)
+                hard_displacement_pair(g, mv.d, seed, step, (uint32_t)c, (uint32_t)s, pair);
+            HARD_UNROLL
+            for (int a = 0; a < 3; a++)
+                disp[a] = (s & 1) ? pair[1][a] : pair[0][a];
+        } else {
+            hard_displacement(g, dim, mv.d, seed, step, (uint32_t)c, (uint32_t)s, disp);
+        }
         if (cache) {
             HARD_UNROLL
             for (int j = 0; j < nmax; j++) /* t = own[i] + disp, without indexing by i */

@@ -114,6 +114,59 @@ static void run_case(const char *name, int dim, int64_t N, double phi, uint64_t 
     hard_destroy(s);
 }
 
+/* The 2D trial displacements (hard_disk_point): exactly odd, inside the disk, uniform over it
+ * (the fractions of points within radius 1/2 and in each octant, E[x^2] = E[y^2] = 1/4, within
+ * five standard errors of 10^6 draws), and the pair form equal to the one-move form. */
+static void check_displacements(void)
+{
+    const int n = 1000000;
+    int odd = 1, inside = 1, same = 1, half = 0, octant[8] = {0};
+    double x2 = 0.0, y2 = 0.0;
+    for (int k = 0; k < n; k++) {
+        carlo_u32x4 r = carlo_rng(7, HARD_PURPOSE_MOVE, 1, 2, (uint32_t)k);
+        float a = hard_unit(r.v[0]), b = hard_unit(r.v[1]), p[2], m[2];
+        hard_disk_point(a, b, p);
+        hard_disk_point(-a, -b, m);
+        odd &= m[0] == -p[0] && m[1] == -p[1];
+        double q = (double)p[0] * p[0] + (double)p[1] * p[1];
+        inside &= q <= 1.0 + 1e-6;
+        half += q < 0.25;
+        x2 += (double)p[0] * p[0];
+        y2 += (double)p[1] * p[1];
+        double phi = atan2(p[1], p[0]);
+        octant[(int)floor((phi + M_PI) / (M_PI / 4)) & 7]++;
+    }
+    CHECK("unit/hard/disk-point-odd", odd, "the map of (-a, -b) is not the negated point");
+    CHECK("unit/hard/disk-point-inside", inside, "a point outside the unit disk");
+    double se = 5.0 * sqrt(0.25 * 0.75 / n);
+    CHECK("unit/hard/disk-point-uniform-radius", fabs((double)half / n - 0.25) < se,
+          "fraction within r = 1/2: %.5f (uniform: 0.25 +- %.5f)", (double)half / n, se);
+    double seo = 5.0 * sqrt(0.125 * 0.875 / n);
+    int oct_ok = 1;
+    for (int o = 0; o < 8; o++)
+        oct_ok &= fabs((double)octant[o] / n - 0.125) < seo;
+    CHECK("unit/hard/disk-point-uniform-angle", oct_ok, "octant fractions off 1/8 by more than %.5f", seo);
+    /* x^2 of a uniform point of the disk: mean 1/4, variance 1/8 - 1/16 */
+    double sex = 5.0 * sqrt((0.125 - 0.0625) / n);
+    CHECK("unit/hard/disk-point-second-moments", fabs(x2 / n - 0.25) < sex && fabs(y2 / n - 0.25) < sex,
+          "E[x^2] = %.5f, E[y^2] = %.5f (uniform: 0.25 +- %.5f)", x2 / n, y2 / n, sex);
+    carlo_cell_grid g;
+    carlo_box box = carlo_box_make(2, (double[]){20.0, 20.0, 0.0});
+    if (carlo_cells_plan(&g, &box, 1.0, HARD_WMAX_2D, HARD_WMAX_2D, HARD_NMAX_2D, 1) == 0) {
+        for (uint32_t s = 0; s < 64; s += 2) {
+            float pr[2][3], one[3];
+            hard_displacement_pair(&g, 0.16f, 9, 3, 11, s, pr);
+            for (int k = 0; k < 2; k++) {
+                hard_displacement(&g, 2, 0.16f, 9, 3, 11, s + (uint32_t)k, one);
+                same &= one[0] == pr[k][0] && one[1] == pr[k][1];
+            }
+        }
+    } else {
+        same = 0;
+    }
+    CHECK("unit/hard/displacement-pair", same, "the pair draw differs from the one-move draw");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "validate") == 0) {
@@ -122,6 +175,7 @@ int main(int argc, char **argv)
         run_case("spheres-0.47", 3, 500, 0.47, 5000, 20000, 10, 1);
         return check_failed;
     }
+    check_displacements();
     run_case("disks-0.60", 2, 256, 0.60, 2000, 4000, 5, 0);
     run_case("spheres-0.40", 3, 400, 0.40, 1000, 2000, 5, 0);
     return check_failed;
