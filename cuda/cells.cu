@@ -37,38 +37,16 @@ __global__ void shift_kernel(carlo_cell_grid g, carlo_cell_data src, carlo_cell_
         atomicOr(flag, 1u);
 }
 
-/* The shift of grids with NMAX slots (literal): each thread builds its new cell in shared
- * memory, then writes every slot in slot order, so that a warp's stores go to consecutive
- * addresses (written in place, the threads of a warp store to different slots at once, a
- * partial sector each). */
+/* The shift of grids with NMAX slots (literal), staged in shared memory (cells.h). */
 template <int DIM, int NMAX, int NAUX>
 __global__ void __launch_bounds__(STAGED_THREADS) shift_staged_kernel(carlo_cell_grid g, carlo_cell_data src,
                                                                      carlo_cell_data dst, carlo_cell_shift sh,
                                                                      unsigned int *flag)
 {
-    __shared__ float st_pos[DIM * NMAX * STAGED_THREADS];
-    __shared__ uint32_t st_aux[NAUX * NMAX * STAGED_THREADS];
-    __shared__ uint32_t st_count[STAGED_THREADS];
+    __shared__ uint32_t scratch[((DIM + NAUX) * NMAX + 1) * STAGED_THREADS];
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= g.ncells)
-        return;
-    carlo_cell_grid sg = g; /* the scratch: cell threadIdx.x of STAGED_THREADS */
-    sg.ncells = STAGED_THREADS;
-    const carlo_cell_data sd = {st_pos, st_aux, st_count};
-    int xyz[3];
-    carlo_cell_coords(&g, c, xyz);
-    if (carlo_cell_shift_gather_into(&g, &src, xyz, sh, DIM, NAUX, &sg, &sd, threadIdx.x) > NMAX)
+    if (c < g.ncells && carlo_cell_shift_staged(g, src, dst, sh, c, scratch, DIM, NAUX, NMAX) > NMAX)
         atomicOr(flag, 1u);
-#pragma unroll
-    for (int j = 0; j < NMAX; j++) {
-#pragma unroll
-        for (int a = 0; a < DIM; a++)
-            dst.pos[carlo_cell_slot(&g, c, j, a)] = st_pos[carlo_cell_slot(&sg, threadIdx.x, j, a)];
-#pragma unroll
-        for (int b = 0; b < NAUX; b++)
-            dst.aux[carlo_cell_slot(&g, c, j, b)] = st_aux[carlo_cell_slot(&sg, threadIdx.x, j, b)];
-    }
-    dst.count[c] = st_count[threadIdx.x];
 }
 
 struct lam3 {

@@ -10,6 +10,41 @@ extern "C" {
 #include "core/cells_kernel.h"
 }
 
+/* Cell c of the shifted grid (Algorithm 4, carlo_cell_shift_gather_into), built by its thread
+ * in scratch shared memory and then written to dst slot by slot, so that the stores of a warp
+ * go to consecutive addresses (built in place, the lanes would store to different slots at
+ * once, a partial sector each). The scratch holds, for each of the block's threads, nmax slots
+ * of dim floats, then of naux words, then a count: (dim + naux) nmax + 1 words per thread.
+ * dim, naux and nmax are g's (literal constants where a kernel knows them). Returns the number
+ * of particles the cell received. */
+__device__ __forceinline__ int carlo_cell_shift_staged(const carlo_cell_grid &g, const carlo_cell_data &src,
+                                                       const carlo_cell_data &dst, carlo_cell_shift sh,
+                                                       int64_t c, uint32_t *scratch, const int dim,
+                                                       const int naux, const int nmax)
+{
+    const int threads = (int)blockDim.x, me = (int)threadIdx.x;
+    carlo_cell_grid sg = g; /* the scratch: cell me of `threads` */
+    sg.ncells = threads;
+    const carlo_cell_data sd = {reinterpret_cast<float *>(scratch), scratch + (size_t)dim * nmax * threads,
+                                scratch + (size_t)(dim + naux) * nmax * threads};
+    int xyz[3];
+    carlo_cell_coords(&g, c, xyz);
+    const int got = carlo_cell_shift_gather_into(&g, &src, xyz, sh, dim, naux, &sg, &sd, me);
+#pragma unroll 4
+    for (int j = 0; j < nmax; j++) {
+#pragma unroll
+        for (int a = 0; a < 3; a++)
+            if (a < dim)
+                dst.pos[carlo_cell_slot(&g, c, j, a)] = sd.pos[carlo_cell_slot(&sg, me, j, a)];
+#pragma unroll
+        for (int b = 0; b < 8; b++)
+            if (b < naux)
+                dst.aux[carlo_cell_slot(&g, c, j, b)] = sd.aux[carlo_cell_slot(&sg, me, j, b)];
+    }
+    dst.count[c] = sd.count[me];
+    return got;
+}
+
 /* Device storage for grid g, every slot empty. */
 int carlo_cells_dev_alloc(const carlo_cell_grid *g, carlo_cell_data *d);
 void carlo_cells_dev_free(carlo_cell_data *d);

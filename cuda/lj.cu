@@ -28,6 +28,7 @@ extern "C" {
 #include "core/error.h"
 #include "lj/lj.h"
 }
+#include "cells.h"
 #include "check.h"
 
 namespace cg = cooperative_groups;
@@ -97,6 +98,7 @@ struct gpu_impl {
     /* checkerboard: the cells (and the shift's second buffer) and the per-cell sums */
     carlo_cell_data cur, tmp;
     double *acc_u, *acc_w;
+    size_t smem_optin; /* shared memory a block may have (opt-in limit) */
 };
 
 gpu_impl *impl(lj_system *s) { return static_cast<gpu_impl *>(s->impl); }
@@ -581,8 +583,13 @@ int gpu_create(lj_system *s)
     s->impl = g;
     CK_MALLOC(&g->st, sizeof(dev_state), "the move state");
     CK(cudaMemset(g->st, 0, sizeof(dev_state)));
-    if (s->mode == LJ_CHECKERBOARD)
+    if (s->mode == LJ_CHECKERBOARD) {
+        int dev = 0, optin = 0;
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        g->smem_optin = (size_t)optin;
         return 0; /* the cells come with cb_upload */
+    }
     size_t n = s->N;
     CK_MALLOC(&g->x, n * sizeof(double), "positions");
     CK_MALLOC(&g->y, n * sizeof(double), "positions");
@@ -1340,21 +1347,58 @@ __global__ void __launch_bounds__(CB_WARPS * 32, 6) cb_subsweep(cbp p, int set, 
 }
 
 /* The cell shift: one thread per cell of the new grid (core/cells_kernel.h, Algorithm 4); the
- * dimension a literal constant (the grid's cells carry one word per particle: lj_cb.c). */
-template <int DIM>
-__global__ void cb_shift(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data dst,
-                         carlo_cell_shift sh, dev_state *st, unsigned long long sweep)
+ * dimension a literal constant (the grid's cells carry one word per particle: lj_cb.c). STAGED:
+ * each cell built in shared memory and written slot by slot (cells.h; cb_shift_smem bytes for
+ * CB_SHIFT_THREADS threads), else in place (cells too large for the scratch). */
+#define CB_SHIFT_THREADS 64
+
+size_t cb_shift_smem(const carlo_cell_grid *g)
 {
+    return (size_t)((g->dim + 1) * g->nmax + 1) * CB_SHIFT_THREADS * sizeof(uint32_t);
+}
+
+template <int DIM, int STAGED>
+__global__ void __launch_bounds__(CB_SHIFT_THREADS) cb_shift(carlo_cell_grid g, carlo_cell_data src,
+                                                             carlo_cell_data dst, carlo_cell_shift sh,
+                                                             dev_state *st, unsigned long long sweep)
+{
+    extern __shared__ uint32_t cb_scratch[];
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (c < 8)
         st->cb_next[c] = 0; /* the sub-sweeps before this shift are done */
     if (c >= g.ncells || st->status)
         return;
-    int xyz[3];
-    carlo_cell_coords(&g, c, xyz);
-    if (carlo_cell_shift_gather_n(&g, &src, &dst, xyz, sh, DIM, 1) > g.nmax &&
-        atomicCAS(&st->status, 0, 1) == 0)
+    int got;
+    if (STAGED) {
+        got = carlo_cell_shift_staged(g, src, dst, sh, c, cb_scratch, DIM, 1, g.nmax);
+    } else {
+        int xyz[3];
+        carlo_cell_coords(&g, c, xyz);
+        got = carlo_cell_shift_gather_n(&g, &src, &dst, xyz, sh, DIM, 1);
+    }
+    if (got > g.nmax && atomicCAS(&st->status, 0, 1) == 0)
         st->fail_sweep = sweep;
+}
+
+/* Launch the shift of grid g from src into dst. */
+int launch_cb_shift(gpu_impl *gi, const carlo_cell_grid *g, const carlo_cell_data &src,
+                    const carlo_cell_data &dst, carlo_cell_shift sh, dev_state *st,
+                    unsigned long long sweep)
+{
+    const size_t smem = cb_shift_smem(g);
+    const unsigned blocks = (unsigned)((g->ncells + CB_SHIFT_THREADS - 1) / CB_SHIFT_THREADS);
+    void (*k)(carlo_cell_grid, carlo_cell_data, carlo_cell_data, carlo_cell_shift, dev_state *,
+              unsigned long long);
+    const bool staged = smem <= gi->smem_optin;
+    if (staged)
+        k = g->dim == 2 ? cb_shift<2, 1> : cb_shift<3, 1>;
+    else
+        k = g->dim == 2 ? cb_shift<2, 0> : cb_shift<3, 0>;
+    if (staged && smem > 48 * 1024)
+        CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    k<<<blocks, CB_SHIFT_THREADS, staged ? smem : 0>>>(*g, src, dst, sh, st, sweep);
+    CK(cudaGetLastError());
+    return 0;
 }
 
 /* Copy every slot into storage with more slots per cell (and mark the new ones empty). */
@@ -1537,8 +1581,6 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
                                 "more than 200 KiB", grid->nmax, smem);
         blocks = (unsigned)carlo_cell_set_size(grid);
     }
-    const int threads = 256;
-    const unsigned cblocks = (unsigned)((grid->ncells + threads - 1) / threads);
     for (uint64_t k = 0; k < n; k++) {
         const uint64_t sweep = first + k;
         int order[8];
@@ -1559,9 +1601,8 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
                 return -1;
         }
         carlo_cell_shift sh = lj_cb_shift(s, sweep);
-        (grid->dim == 2 ? cb_shift<2> : cb_shift<3>)<<<cblocks, threads>>>(*grid, g->cur, g->tmp, sh,
-                                                                            g->st, k);
-        CK(cudaGetLastError());
+        if (launch_cb_shift(g, grid, g->cur, g->tmp, sh, g->st, k))
+            return -1;
         carlo_cell_data t = g->cur;
         g->cur = g->tmp;
         g->tmp = t;
@@ -1641,11 +1682,8 @@ int gpu_cb_sweeps(lj_system *s, uint64_t n)
                 return -1;
             memset(&h, 0, sizeof h);
             CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
-            const int threads = 256;
-            (grid->dim == 2 ? cb_shift<2> : cb_shift<3>)<<<(unsigned)((grid->ncells + threads - 1) /
-                                                                      threads),
-                                                           threads>>>(*grid, g->cur, g->tmp, sh, g->st, k);
-            CK(cudaGetLastError());
+            if (launch_cb_shift(g, grid, g->cur, g->tmp, sh, g->st, k))
+                return -1;
             CK(cudaMemcpy(&h, g->st, sizeof h, cudaMemcpyDeviceToHost));
         } while (h.status);
         carlo_cell_data t = g->cur;
