@@ -272,6 +272,45 @@ CARLO_HD void carlo_cell_store(const carlo_cell_grid *g, const carlo_cell_data *
             dst->aux[carlo_cell_slot(g, c, j, b)] = w[b];
 }
 
+/* One side of the shift's gather: the n particles of cell `cell` of src (chunk k holds its
+ * first slots), those that stay (arrivals = 0: the new cell's own) or those that cross
+ * (arrivals = 1: its neighbour's, moved into its frame), appended to cell dc of dst from slot
+ * got on; returns the new count. On the last side, the cell is closed. */
+CARLO_HD int carlo_cell_shift_take(const carlo_cell_grid *g, const carlo_cell_data *src, int64_t cell,
+                                   int n, const int arrivals, carlo_cell_chunk *k, carlo_cell_shift sh,
+                                   const int dim, const int naux, const carlo_cell_grid *dg,
+                                   const carlo_cell_data *dst, int64_t dc, int got)
+{
+    const int ax = sh.axis;
+    const float delta = sh.dir > 0 ? sh.d : -sh.d;
+    /* the grid's arrays indexed by constants only (a GPU thread would copy the grid to local
+     * memory to index it by ax) */
+    const float w = ax == 0 ? g->w[0] : (ax == 1 ? g->w[1] : g->w[2]);
+    const float w_in = ax == 0 ? g->w_in[0] : (ax == 1 ? g->w_in[1] : g->w_in[2]);
+    const float s_ax = sh.dir > 0 ? w : -w; /* the neighbour's frame, seen from the new cell */
+    for (int i0 = 0; i0 < n && i0 < g->nmax; i0 += CARLO_CELL_CHUNK) {
+        if (i0 > 0)
+            carlo_cell_chunk_load(g, src, cell, i0, dim, naux, k);
+        CARLO_CELL_UNROLL
+        for (int j = 0; j < CARLO_CELL_CHUNK; j++) {
+            if (i0 + j >= n || i0 + j >= g->nmax)
+                break;
+            const float *p = k->p[j];
+            const float u = (ax == 0 ? p[0] : (ax == 1 ? p[1] : p[2])) - delta;
+            if ((u >= 0.0f && u < w) == (arrivals != 0)) /* the other side takes it */
+                continue;
+            const float v = arrivals ? carlo_cell_clamp_to(w, w_in, u + s_ax) : u;
+            const float q[3] = {ax == 0 ? v : p[0], ax == 1 ? v : p[1], ax == 2 ? v : p[2]};
+            if (got < g->nmax)
+                carlo_cell_store(dg, dst, dc, got, dim, naux, q, k->w[j]);
+            got++;
+        }
+    }
+    if (arrivals)
+        carlo_cell_close(dg, dst, dc, got);
+    return got;
+}
+
 /* Algorithm 4: cell xyz of the shifted grid, gathered from the same cell of src (the particles
  * that stay) and from its neighbour in direction dir (the particles that cross). Both gathers
  * compute u - dir*d with the same operands and test it with the same predicate, so each
@@ -288,12 +327,6 @@ CARLO_HD int carlo_cell_shift_gather_into(const carlo_cell_grid *g, const carlo_
                                           const carlo_cell_data *dst, int64_t dc)
 {
     const int ax = sh.axis;
-    const float delta = sh.dir > 0 ? sh.d : -sh.d;
-    /* the grid's arrays indexed by constants only (a GPU thread would copy the grid to local
-     * memory to index it by ax) */
-    const float w = ax == 0 ? g->w[0] : (ax == 1 ? g->w[1] : g->w[2]);
-    const float w_in = ax == 0 ? g->w_in[0] : (ax == 1 ? g->w_in[1] : g->w_in[2]);
-    const float s_ax = sh.dir > 0 ? w : -w; /* the neighbour's frame, seen from this cell */
     const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
     int nxyz[3] = {xyz[0], xyz[1], xyz[2]};
     if (ax == 0)
@@ -307,44 +340,8 @@ CARLO_HD int carlo_cell_shift_gather_into(const carlo_cell_grid *g, const carlo_
     carlo_cell_chunk_load(g, src, c, 0, dim, naux, &own);
     carlo_cell_chunk_load(g, src, cn, 0, dim, naux, &nb);
     const int n_own = (int)src->count[c], n_nb = (int)src->count[cn];
-    int got = 0;
-    for (int i0 = 0; i0 < n_own && i0 < g->nmax; i0 += CARLO_CELL_CHUNK) {
-        if (i0 > 0)
-            carlo_cell_chunk_load(g, src, c, i0, dim, naux, &own);
-        CARLO_CELL_UNROLL
-        for (int j = 0; j < CARLO_CELL_CHUNK; j++) {
-            if (i0 + j >= n_own || i0 + j >= g->nmax)
-                break;
-            float *p = own.p[j];
-            const float u = (ax == 0 ? p[0] : (ax == 1 ? p[1] : p[2])) - delta;
-            if (!(u >= 0.0f && u < w))
-                continue;
-            const float q[3] = {ax == 0 ? u : p[0], ax == 1 ? u : p[1], ax == 2 ? u : p[2]};
-            if (got < g->nmax)
-                carlo_cell_store(dg, dst, dc, got, dim, naux, q, own.w[j]);
-            got++;
-        }
-    }
-    for (int i0 = 0; i0 < n_nb && i0 < g->nmax; i0 += CARLO_CELL_CHUNK) {
-        if (i0 > 0)
-            carlo_cell_chunk_load(g, src, cn, i0, dim, naux, &nb);
-        CARLO_CELL_UNROLL
-        for (int j = 0; j < CARLO_CELL_CHUNK; j++) {
-            if (i0 + j >= n_nb || i0 + j >= g->nmax)
-                break;
-            float *p = nb.p[j];
-            const float u = (ax == 0 ? p[0] : (ax == 1 ? p[1] : p[2])) - delta;
-            if (u >= 0.0f && u < w) /* stays in its own cell */
-                continue;
-            const float v = carlo_cell_clamp_to(w, w_in, u + s_ax);
-            const float q[3] = {ax == 0 ? v : p[0], ax == 1 ? v : p[1], ax == 2 ? v : p[2]};
-            if (got < g->nmax)
-                carlo_cell_store(dg, dst, dc, got, dim, naux, q, nb.w[j]);
-            got++;
-        }
-    }
-    carlo_cell_close(dg, dst, dc, got);
-    return got;
+    int got = carlo_cell_shift_take(g, src, c, n_own, 0, &own, sh, dim, naux, dg, dst, dc, 0);
+    return carlo_cell_shift_take(g, src, cn, n_nb, 1, &nb, sh, dim, naux, dg, dst, dc, got);
 }
 
 /* The same, written in place: cell xyz of dst (grid g). */
