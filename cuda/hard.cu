@@ -74,12 +74,21 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
 /* A team of T lanes (2, 4 or 8, within one warp) per active cell, HARD_TEAM_THREADS threads per
  * block, the active cells of the set numbered as carlo_cell_active numbers them. The cell's
  * particles sit in shared memory; lane l of the team gathers the neighbour cells l, l + T, ...
- * into its own list (hard_gather_neighbors' loads, floats and test; a lane whose list would
+ * into its own list (hard_gather_cell, as the one-thread kernel does; a lane whose list would
  * overflow scans its cells at every move instead); lane l draws the displacements of moves l, l + T, ...
  * ahead; each move's overlap tests are split over the lanes and combined by a vote. An overlap
  * is an overlap whichever lane finds it, so the decisions, and the chain, are those of
  * hard_cell_update. */
 #define HARD_TEAM_THREADS 128
+
+/* The offset of neighbour q (0 .. 3^dim - 2, the centre skipped) of a team's cell. */
+__device__ __forceinline__ void team_offset(int dim, int q, int off[3])
+{
+    const int qq = q < (dim == 3 ? 13 : 4) ? q : q + 1;
+    off[0] = qq % 3 - 1;
+    off[1] = (qq / 3) % 3 - 1;
+    off[2] = dim == 3 ? qq / 9 - 1 : 0;
+}
 
 template <int DIM, int NMAX, int T>
 __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid g, float *pos,
@@ -108,43 +117,19 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
         for (int i = tl; i < n; i += T)
             for (int a = 0; a < DIM; a++)
                 own[i][a] = pos[carlo_cell_slot(&g, c, i, a)];
-        /* this lane's neighbour cells: numbers tl, tl + T, ... of the 3^DIM - 1 around */
-        const int nq = DIM == 3 ? 26 : 8;
+        /* this lane's neighbour cells: numbers tl, tl + T, ... of the 3^DIM - 1 around, into
+         * its list (entry k, axis a at list_s[k * DIM + a][threadIdx.x]) */
+        constexpr int NQ = DIM == 3 ? 26 : 8;
         int nl = 0;
-        bool scan = false;
-        for (int q = tl; q < nq; q += T) {
-            const int qq = q < nq / 2 ? q : q + 1; /* skip the centre */
-            int off[3] = {qq % 3 - 1, (qq / 3) % 3 - 1, DIM == 3 ? qq / 9 - 1 : 0};
-            float sh[3];
-            const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
-            /* the eager slots, occupied or not, as in hard_gather_neighbors */
-            const int m = NMAX <= HARD_EAGER ? NMAX : (int)HARD_LOAD(&count[cn]);
-            float slot[HARD_EAGER][3];
-            hard_load_eager(DIM, NMAX, &g, pos, cn, slot);
-#pragma unroll
-            for (int j = 0; j < NMAX; j++) {
-                if (j >= m && j >= HARD_EAGER)
-                    break;
-                float ps[3] = {0.0f, 0.0f, 0.0f};
-                float b2 = 0.0f;
-                for (int a = 0; a < DIM; a++) {
-                    ps[a] = (j < HARD_EAGER ? slot[j < HARD_EAGER ? j : 0][a]
-                                            : HARD_LOAD(&pos[carlo_cell_slot(&g, cn, j, a)])) +
-                            sh[a];
-                    float e = ps[a] < 0.0f ? -ps[a] : (ps[a] > g.w[a] ? ps[a] - g.w[a] : 0.0f);
-                    b2 += e * e;
-                }
-                if (!(b2 < 1.001f))
-                    continue;
-                if (nl == LIST) {
-                    scan = true;
-                    continue;
-                }
-                for (int a = 0; a < DIM; a++)
-                    list_s[nl * DIM + a][threadIdx.x] = ps[a];
-                nl++;
-            }
+        for (int q = tl; q < NQ && nl >= 0; q += T) {
+            int off[3];
+            team_offset(DIM, q, off);
+            nl = hard_gather_cell(DIM, NMAX, &g, pos, count, xyz, off, &list_s[0][threadIdx.x],
+                                  HARD_TEAM_THREADS, LIST, nl);
         }
+        const bool scan = nl < 0; /* an overflowed list: the lane scans its cells instead */
+        if (scan)
+            nl = 0;
         uint64_t perm = 0;
         if (tl == 0)
             perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
@@ -176,9 +161,9 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
                 hit = hard_d2_here(DIM, tp, p) < 1.0f;
             }
             if (scan && !hit) /* an overflowed list: this lane's cells, every particle */
-                for (int q = tl; q < nq && !hit; q += T) {
-                    const int qq = q < nq / 2 ? q : q + 1;
-                    int off[3] = {qq % 3 - 1, (qq / 3) % 3 - 1, DIM == 3 ? qq / 9 - 1 : 0};
+                for (int q = tl; q < NQ && !hit; q += T) {
+                    int off[3];
+                    team_offset(DIM, q, off);
                     float sh[3];
                     const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
                     int m = (int)HARD_LOAD(&count[cn]);
