@@ -164,6 +164,15 @@ __device__ __forceinline__ void prepare_list(const kp &p, const int32_t *count, 
         off[0] = 0;
 }
 
+/* The neighbour cell that holds candidate k of a neighbourhood listed cell after cell (off:
+ * the prefix sums of their counts), searched from cell q on. */
+__device__ __forceinline__ int cell_of(const int *off, int q, int k)
+{
+    while (off[q + 1] <= k)
+        q++;
+    return q;
+}
+
 /* This thread's lane of a cell-list sum: candidates k = lane, lane + LJ_LANES, ...; position a
  * into acc_a and, when b is given, position b into acc_b. */
 __device__ __forceinline__ void scan_list(const kp &p, const int *cells, const int *off,
@@ -173,8 +182,7 @@ __device__ __forceinline__ void scan_list(const kp &p, const int *cells, const i
     const int M = off[p.nq];
     int q = 0;
     for (int k = threadIdx.x; k < M; k += LJ_LANES) {
-        while (off[q + 1] <= k)
-            q++;
+        q = cell_of(off, q, k);
         d4 e = p.slot[(size_t)cells[q] * p.cap + (k - off[q])];
         if ((uint32_t)e.w == skip)
             continue;
@@ -976,10 +984,50 @@ __device__ __forceinline__ float4 cb_cand(const cbp &p, const cbw_head &H, const
 {
     if (k < p.cap)
         return cand[k];
-    int q = H.qcap;
-    while (H.off[q + 1] <= k)
-        q++;
+    const int q = cell_of(H.off, H.qcap, k);
     return cb_load(p, H.cq[q], k - H.off[q], q);
+}
+
+/* The neighbourhood of cell xyz, by the lanes of one warp: lane q < nq fills in neighbour q's
+ * cell index cq[q] and offset sh[q] and off[q + 1], the prefix sum of the counts (off[0] = 0).
+ * Returns the lane's prefix sum (its count and those before it). */
+__device__ __forceinline__ int cb_table(const cbp &p, const int xyz[3], int lane, int *cq, float4 *sh,
+                                        int *off)
+{
+    const carlo_cell_grid &g = p.grid;
+    const int nq = lj_neighbour_count(g.dim);
+    int cnt = 0;
+    if (lane < nq) {
+        int o3[3] = {lane % 3 - 1, (lane / 3) % 3 - 1, g.dim == 3 ? lane / 9 - 1 : 0};
+        float s3[3];
+        const int64_t nb = carlo_cell_neighbor(&g, xyz, o3, s3);
+        cq[lane] = (int)nb;
+        sh[lane] = make_float4(s3[0], s3[1], s3[2], 0.0f);
+        cnt = (int)p.cells.count[nb];
+    }
+    int v = cnt;
+#pragma unroll
+    for (int s = 1; s < 32; s <<= 1) {
+        const int y = __shfl_up_sync(FULL, v, s);
+        if (lane >= s)
+            v += y;
+    }
+    if (lane < nq)
+        off[lane + 1] = v;
+    if (lane == 0)
+        off[0] = 0;
+    return v;
+}
+
+/* Candidates k = from, from + stride, ... below `staged` into shared memory. */
+__device__ __forceinline__ void cb_stage(const cbp &p, const int *cq, const int *off, float4 *cand,
+                                         int staged, int from, int stride)
+{
+    int q = 0;
+    for (int k = from; k < staged; k += stride) {
+        q = cell_of(off, q, k);
+        cand[k] = cb_load(p, cq[q], k - off[q], q);
+    }
 }
 
 /* Near candidates i of the queue (near numbers hb + i) onto their lanes (lj_kernel.h). */
@@ -995,6 +1043,23 @@ __device__ __forceinline__ void cb_drain(const cbp &p, const cbw_head &H, const 
         lj_cb_candidate(&p.geom, o, nw, b, s3, &du, &dw);
     }
     __syncwarp();
+}
+
+/* One round of the near vote: the lanes' candidates kk that are near join the queue in lane
+ * order (a full queue is drained first). */
+__device__ __forceinline__ void cb_vote(const cbp &p, const cbw_head &H, const float4 *cand,
+                                        uint16_t *nearq, int &nn, int &hb, int lane, const float o[3],
+                                        const float nw[3], double &du, double &dw, bool near, int kk)
+{
+    if (nn > CB_NEAR_CAP - 32) {
+        cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
+        hb += nn;
+        nn = 0;
+    }
+    const unsigned mask = __ballot_sync(FULL, near);
+    if (near)
+        nearq[nn + __popc(mask & ((1u << lane) - 1u))] = (uint16_t)kk;
+    nn += __popc(mask);
 }
 
 /* The end of cell c's sub-sweep: its first n staged particles (mine) back to the cells, by the
@@ -1037,40 +1102,13 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
     uint16_t *nearq = reinterpret_cast<uint16_t *>(cand + p.cap);
     int *perm = reinterpret_cast<int *>(nearq + CB_NEAR_CAP);
     const int nq = lj_neighbour_count(g.dim);
-    int cnt = 0;
-    if (lane < nq) {
-        int o3[3] = {lane % 3 - 1, (lane / 3) % 3 - 1, g.dim == 3 ? lane / 9 - 1 : 0};
-        float s3[3];
-        const int64_t nb = carlo_cell_neighbor(&g, xyz, o3, s3);
-        H.cq[lane] = (int)nb;
-        H.sh[lane] = make_float4(s3[0], s3[1], s3[2], 0.0f);
-        cnt = (int)p.cells.count[nb];
-    }
-    int v = cnt;
-#pragma unroll
-    for (int s = 1; s < 32; s <<= 1) {
-        const int y = __shfl_up_sync(FULL, v, s);
-        if (lane >= s)
-            v += y;
-    }
-    if (lane < nq)
-        H.off[lane + 1] = v;
-    if (lane == 0)
-        H.off[0] = 0;
+    const int v = cb_table(p, xyz, lane, H.cq, H.sh, H.off);
     const int M = __shfl_sync(FULL, v, nq - 1);
     const unsigned below = __ballot_sync(FULL, lane < nq && v <= p.cap);
     if (lane == 0)
         H.qcap = __popc(below);
     __syncwarp();
-    {
-        const int staged = M < p.cap ? M : p.cap;
-        int q = 0;
-        for (int k = lane; k < staged; k += 32) {
-            while (H.off[q + 1] <= k)
-                q++;
-            cand[k] = cb_load(p, H.cq[q], k - H.off[q], q);
-        }
-    }
+    cb_stage(p, H.cq, H.off, cand, M < p.cap ? M : p.cap, lane, 32);
     if (lane == 0)
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
     __syncwarp();
@@ -1113,28 +1151,15 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
         /* the staged candidates: branch-free (a lane past the end reads the last one) */
 #pragma unroll 2
         for (int k0 = 0; k0 < Ms; k0 += 32) {
-            if (nn > CB_NEAR_CAP - 32) {
-                cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
-                hb += nn;
-                nn = 0;
-            }
             const int kk = k0 + lane;
             const float4 e = cand[kk < Ms ? kk : Ms - 1];
             const float4 m4 = H.mq[__float_as_int(e.w)];
             const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
             const bool near = lj_cb_near(&p.geom, m3, b) & (kk < Ms) & (kk != me);
-            const unsigned mask = __ballot_sync(FULL, near);
-            if (near)
-                nearq[nn + __popc(mask & ((1u << lane) - 1u))] = (uint16_t)kk;
-            nn += __popc(mask);
+            cb_vote(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw, near, kk);
         }
         /* the rest of a crowded neighbourhood, from the cells */
         for (int k0 = Ms; k0 < M; k0 += 32) {
-            if (nn > CB_NEAR_CAP - 32) {
-                cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
-                hb += nn;
-                nn = 0;
-            }
             const int kk = k0 + lane;
             bool near = false;
             if (kk < M && kk != me) {
@@ -1143,10 +1168,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
                 const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
                 near = lj_cb_near(&p.geom, m3, b);
             }
-            const unsigned mask = __ballot_sync(FULL, near);
-            if (near)
-                nearq[nn + __popc(mask & ((1u << lane) - 1u))] = (uint16_t)kk;
-            nn += __popc(mask);
+            cb_vote(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw, near, kk);
         }
         cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
 #pragma unroll
@@ -1213,10 +1235,10 @@ __device__ __forceinline__ void block_tree2(double &a, double &b, double (*sm)[1
 template <int T>
 __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned long long step)
 {
-    extern __shared__ float4 cand[]; /* neighbourhood: x, y, z, offset index q */
+    extern __shared__ float4 cand[]; /* neighbourhood: x, y, z, offset index q (cb_load) */
     __shared__ double sm[2][128];
     __shared__ int off[LJ_NEIGH_MAX + 1], cq[LJ_NEIGH_MAX];
-    __shared__ float sh[LJ_NEIGH_MAX][3];
+    __shared__ float4 sh[LJ_NEIGH_MAX];
     __shared__ int accept_flag;
     __shared__ float tdd[T][3]; /* the trial displacements and uniforms of T moves, drawn */
     __shared__ double tu[T];    /* once per block instead of by every lane */
@@ -1232,46 +1254,11 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         return;
     const int nq = lj_neighbour_count(g.dim);
     int *perm = reinterpret_cast<int *>(cand + (size_t)nq * g.nmax);
-    if (t < 32) {
-        int cnt = 0;
-        if (t < nq) {
-            int o3[3] = {t % 3 - 1, (t / 3) % 3 - 1, g.dim == 3 ? t / 9 - 1 : 0};
-            float s3[3];
-            int64_t nb = carlo_cell_neighbor(&g, xyz, o3, s3);
-            cq[t] = (int)nb;
-            sh[t][0] = s3[0];
-            sh[t][1] = s3[1];
-            sh[t][2] = s3[2];
-            cnt = (int)p.cells.count[nb];
-        }
-        int v = cnt;
-#pragma unroll
-        for (int s = 1; s < 32; s <<= 1) {
-            int y = __shfl_up_sync(FULL, v, s);
-            if (t >= s)
-                v += y;
-        }
-        if (t < nq)
-            off[t + 1] = v;
-        if (t == 0)
-            off[0] = 0;
-    }
+    if (t < 32)
+        cb_table(p, xyz, t, cq, sh, off);
     __syncthreads();
     const int M = off[nq];
-    {
-        int q = 0;
-        for (int k = t; k < M; k += T) {
-            while (off[q + 1] <= k)
-                q++;
-            const int j = k - off[q];
-            float4 e;
-            e.x = p.cells.pos[carlo_cell_slot(&g, cq[q], j, 0)];
-            e.y = p.cells.pos[carlo_cell_slot(&g, cq[q], j, 1)];
-            e.z = g.dim == 3 ? p.cells.pos[carlo_cell_slot(&g, cq[q], j, 2)] : 0.0f;
-            e.w = (float)q;
-            cand[k] = e;
-        }
-    }
+    cb_stage(p, cq, off, cand, M, t, T);
     if (t == 0)
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
     __syncthreads();
@@ -1305,8 +1292,9 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
             if (kk == me)
                 continue;
             const float4 e = cand[kk];
-            const float b[3] = {e.x, e.y, e.z};
-            lj_cb_candidate(&p.geom, o, nw, b, sh[(int)e.w], &du, &dw);
+            const float4 s4 = sh[__float_as_int(e.w)];
+            const float b[3] = {e.x, e.y, e.z}, s3[3] = {s4.x, s4.y, s4.z};
+            lj_cb_candidate(&p.geom, o, nw, b, s3, &du, &dw);
         }
         block_tree2<T>(du, dw, sm);
         if (t == 0) {
