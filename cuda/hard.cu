@@ -74,21 +74,12 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
 /* A team of T lanes (2, 4 or 8, within one warp) per active cell, HARD_TEAM_THREADS threads per
  * block, the active cells of the set numbered as carlo_cell_active numbers them. The cell's
  * particles sit in shared memory; lane l of the team gathers the neighbour cells l, l + T, ...
- * into its own list (hard_gather_cell, as the one-thread kernel does; a lane whose list would
+ * into its own list (hard_gather_cells, as the one-thread kernel does; a lane whose list would
  * overflow scans its cells at every move instead); lane l draws the displacements of moves l, l + T, ...
  * ahead; each move's overlap tests are split over the lanes and combined by a vote. An overlap
  * is an overlap whichever lane finds it, so the decisions, and the chain, are those of
  * hard_cell_update. */
 #define HARD_TEAM_THREADS 128
-
-/* The offset of neighbour q (0 .. 3^dim - 2, the centre skipped) of a team's cell. */
-__device__ __forceinline__ void team_offset(int dim, int q, int off[3])
-{
-    const int qq = q < (dim == 3 ? 13 : 4) ? q : q + 1;
-    off[0] = qq % 3 - 1;
-    off[1] = (qq / 3) % 3 - 1;
-    off[2] = dim == 3 ? qq / 9 - 1 : 0;
-}
 
 template <int DIM, int NMAX, int T>
 __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid g, float *pos,
@@ -120,13 +111,8 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
         /* this lane's neighbour cells: numbers tl, tl + T, ... of the 3^DIM - 1 around, into
          * its list (entry k, axis a at list_s[k * DIM + a][threadIdx.x]) */
         constexpr int NQ = DIM == 3 ? 26 : 8;
-        int nl = 0;
-        for (int q = tl; q < NQ && nl >= 0; q += T) {
-            int off[3];
-            team_offset(DIM, q, off);
-            nl = hard_gather_cell(DIM, NMAX, &g, pos, count, xyz, off, &list_s[0][threadIdx.x],
-                                  HARD_TEAM_THREADS, LIST, nl);
-        }
+        int nl = hard_gather_cells(DIM, NMAX, &g, pos, count, xyz, tl, T, &list_s[0][threadIdx.x],
+                                   HARD_TEAM_THREADS, LIST);
         const bool scan = nl < 0; /* an overflowed list: the lane scans its cells instead */
         if (scan)
             nl = 0;
@@ -163,7 +149,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             if (scan && !hit) /* an overflowed list: this lane's cells, every particle */
                 for (int q = tl; q < NQ && !hit; q += T) {
                     int off[3];
-                    team_offset(DIM, q, off);
+                    hard_nb_offset(DIM, q, off);
                     float sh[3];
                     const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
                     int m = (int)HARD_LOAD(&count[cn]);

@@ -323,33 +323,57 @@ HARD_INLINE float hard_reach2(const int dim, const int off[3], const float p[3],
 #define HARD_NB_3D 32 /* 26 x 12 could; by volume, about 23 qualify at phi = 0.5 and 28 at 0.6 */
 #define HARD_NB_MAX 32
 
-/* One neighbour cell, at offset off, into the list: returns the new number of entries k, or -1
- * when the list would hold more than cap. */
-HARD_INLINE int hard_gather_cell(const int dim, const int nmax, const carlo_cell_grid *g,
-                                 const float *pos, const uint32_t *count, const int xyz[3],
-                                 const int off[3], float *nb, int stride, int cap, int k)
+/* Neighbour number q (0 .. 3^dim - 2) of a cell: its offset, ox fastest, the centre skipped. */
+HARD_INLINE void hard_nb_offset(const int dim, int q, int off[3])
 {
+    const int qq = q < (dim == 3 ? 13 : 4) ? q : q + 1;
+    off[0] = qq % 3 - 1;
+    off[1] = (qq / 3) % 3 - 1;
+    off[2] = dim == 3 ? qq / 9 - 1 : 0;
+}
+
+/* A neighbour cell on its way into a list: where it is, and (GPU) its count and first slots,
+ * loaded before the previous cell is sifted, so that no load waits on another cell's tests. */
+typedef struct hard_nbcell {
+    int off[3];
+    int64_t cn;
     float s[3];
-    const int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
-    /* on the GPU the eager slots are tested whether occupied or not (an empty slot is far from
-     * every cell and never qualifies), so that nothing waits for the count; where every slot
-     * is eager (2D), the count is not read at all */
-    const int n = HARD_EAGER_ON && nmax <= HARD_EAGER ? nmax : (int)HARD_LOAD(&count[cn]);
+    int n;
     float slot[HARD_EAGER][3];
+} hard_nbcell;
+
+HARD_INLINE void hard_nbcell_load(const int dim, const int nmax, const carlo_cell_grid *g,
+                                  const float *pos, const uint32_t *count, const int xyz[3], int q,
+                                  hard_nbcell *c)
+{
+    hard_nb_offset(dim, q, c->off);
+    c->cn = carlo_cell_neighbor(g, xyz, c->off, c->s);
+    /* on the GPU the eager slots are tested whether occupied or not (an empty slot is far from
+     * every cell and never qualifies); where every slot is eager (2D), the count is not read */
+    c->n = HARD_EAGER_ON && nmax <= HARD_EAGER ? nmax : (int)HARD_LOAD(&count[c->cn]);
     if (HARD_EAGER_ON)
-        hard_load_eager(dim, nmax, g, pos, cn, slot);
+        hard_load_eager(dim, nmax, g, pos, c->cn, c->slot);
+}
+
+/* The particles of a loaded neighbour cell that can reach the active cell, into the list after
+ * its k entries: returns the new number of entries, or -1 when the list would hold more than
+ * cap (never tested where the cells cannot fill it). */
+HARD_INLINE int hard_nbcell_sift(const int dim, const int nmax, const carlo_cell_grid *g,
+                                 const float *pos, const hard_nbcell *c, float *nb, int stride,
+                                 int cap, int k)
+{
     HARD_UNROLL
     for (int j = 0; j < nmax; j++) {
-        if (j >= n && !(HARD_EAGER_ON && j < HARD_EAGER))
+        if (j >= c->n && !(HARD_EAGER_ON && j < HARD_EAGER))
             break;
         float p[3] = {0.0f, 0.0f, 0.0f}, ps[3];
         HARD_UNROLL
         for (int a = 0; a < dim; a++)
-            p[a] = HARD_EAGER_ON && j < HARD_EAGER ? slot[j < HARD_EAGER ? j : 0][a]
-                                                   : HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)]);
-        if (!(hard_reach2(dim, off, p, s, g->w, ps) < 1.001f))
+            p[a] = HARD_EAGER_ON && j < HARD_EAGER ? c->slot[j < HARD_EAGER ? j : 0][a]
+                                                   : HARD_LOAD(&pos[carlo_cell_slot(g, c->cn, j, a)]);
+        if (!(hard_reach2(dim, c->off, p, c->s, g->w, ps) < 1.001f))
             continue;
-        if (k == cap)
+        if (cap < (dim == 3 ? 26 : 8) * nmax && k == cap)
             return -1;
         HARD_UNROLL
         for (int a = 0; a < dim; a++)
@@ -359,31 +383,37 @@ HARD_INLINE int hard_gather_cell(const int dim, const int nmax, const carlo_cell
     return k;
 }
 
-HARD_INLINE int hard_gather_neighbors(const int dim, const int nmax, const carlo_cell_grid *g,
-                                      const float *pos, const uint32_t *count, const int xyz[3],
-                                      float *nb, int stride, int cap)
+/* Neighbour cells q0, q0 + step, ... (numbered as hard_nb_offset numbers them) into the list
+ * nb: returns its number of entries, or -1 when more than cap particles qualify. Each cell's
+ * loads are issued before the previous cell is sifted. In 2D, with q0 and step constants, the
+ * eight cells unroll and their offsets become constants. */
+HARD_INLINE int hard_gather_cells(const int dim, const int nmax, const carlo_cell_grid *g,
+                                  const float *pos, const uint32_t *count, const int xyz[3], int q0,
+                                  int step, float *nb, int stride, int cap)
 {
+    const int nq = dim == 3 ? 26 : 8;
     int k = 0;
-    if (dim == 2) { /* eight cells of four slots, unrolled: the offsets become constants */
+    if (q0 >= nq)
+        return 0;
+    hard_nbcell cur, next;
+    hard_nbcell_load(dim, nmax, g, pos, count, xyz, q0, &cur);
+    if (dim == 2)
         HARD_UNROLL
-        for (int oy = -1; oy <= 1; oy++)
-            HARD_UNROLL
-            for (int ox = -1; ox <= 1; ox++) {
-                const int off[3] = {ox, oy, 0};
-                if ((ox != 0 || oy != 0) &&
-                    (k = hard_gather_cell(dim, nmax, g, pos, count, xyz, off, nb, stride, cap, k)) < 0)
-                    return -1;
-            }
-        return k;
-    }
-    for (int oz = -1; oz <= 1; oz++) /* 26 unrolled copies would crowd the instruction cache */
-        for (int oy = -1; oy <= 1; oy++)
-            for (int ox = -1; ox <= 1; ox++) {
-                const int off[3] = {ox, oy, oz};
-                if ((ox != 0 || oy != 0 || oz != 0) &&
-                    (k = hard_gather_cell(dim, nmax, g, pos, count, xyz, off, nb, stride, cap, k)) < 0)
-                    return -1;
-            }
+        for (int q = q0; q < 8; q += step) {
+            if (q + step < 8)
+                hard_nbcell_load(dim, nmax, g, pos, count, xyz, q + step, &next);
+            if ((k = hard_nbcell_sift(dim, nmax, g, pos, &cur, nb, stride, cap, k)) < 0)
+                return -1;
+            cur = next;
+        }
+    else /* 26 unrolled copies would crowd the instruction cache */
+        for (int q = q0; q < nq; q += step) {
+            if (q + step < nq)
+                hard_nbcell_load(dim, nmax, g, pos, count, xyz, q + step, &next);
+            if ((k = hard_nbcell_sift(dim, nmax, g, pos, &cur, nb, stride, cap, k)) < 0)
+                return -1;
+            cur = next;
+        }
     return k;
 }
 
@@ -416,7 +446,7 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int c
         return 0;
     if (n > nmax)
         n = nmax;
-    const int nbn = nb ? hard_gather_neighbors(dim, nmax, g, pos, count, xyz, nb, nb_stride, nb_cap) : -1;
+    const int nbn = nb ? hard_gather_cells(dim, nmax, g, pos, count, xyz, 0, 1, nb, nb_stride, nb_cap) : -1;
     const uint64_t perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
     uint32_t accepted = 0;
     int k = 0;
