@@ -36,11 +36,13 @@ struct gpu_impl {
 
 gpu_impl *impl(hard_system *s) { return static_cast<gpu_impl *>(s->impl); }
 
+constexpr unsigned FULL_WARP = 0xffffffffu;
+
 /* Sum a value over the warp and add it once to a 64-bit counter. */
 __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
 {
     for (int off = 16; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off);
+        v += __shfl_down_sync(FULL_WARP, v, off);
     if ((threadIdx.x + threadIdx.y * blockDim.x) % 32 == 0 && v)
         atomicAdd(to, (unsigned long long)v);
 }
@@ -92,7 +94,6 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
     __shared__ float list_s[LIST * DIM][HARD_TEAM_THREADS]; /* entry k, axis a of a thread */
     const int lane = threadIdx.x & 31, tl = threadIdx.x % T, team = threadIdx.x / T;
     const int lead = lane & ~(T - 1);
-    const unsigned tmask = (T == 32 ? 0xffffffffu : ((1u << T) - 1u)) << lead;
     const int64_t t = (int64_t)blockIdx.x * (HARD_TEAM_THREADS / T) + team;
     unsigned int tried = 0, accepted = 0;
     int n = 0, xyz[3] = {0, 0, 0};
@@ -103,81 +104,94 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
         n = (int)count[c];
         n = n > NMAX ? NMAX : n;
     }
-    if (n > 0) { /* the same for the whole team: only team-wide votes and shuffles below */
-        float(*own)[DIM] = own_s[team];
+    const bool live = n > 0; /* the same for the whole team */
+    float(*own)[DIM] = own_s[team];
+    constexpr int NQ = DIM == 3 ? 26 : 8;
+    int nl = 0;
+    bool scan = false;
+    uint64_t perm = HARD_IDENTITY;
+    if (live) {
         for (int i = tl; i < n; i += T)
             for (int a = 0; a < DIM; a++)
                 own[i][a] = pos[carlo_cell_slot(&g, c, i, a)];
         /* this lane's neighbour cells: numbers tl, tl + T, ... of the 3^DIM - 1 around, into
          * its list (entry k, axis a at list_s[k * DIM + a][threadIdx.x]) */
-        constexpr int NQ = DIM == 3 ? 26 : 8;
-        int nl = hard_gather_cells(DIM, NMAX, &g, pos, count, xyz, tl, T, &list_s[0][threadIdx.x],
-                                   HARD_TEAM_THREADS, LIST);
-        const bool scan = nl < 0; /* an overflowed list: the lane scans its cells instead */
+        nl = hard_gather_cells(DIM, NMAX, &g, pos, count, xyz, tl, T, &list_s[0][threadIdx.x],
+                               HARD_TEAM_THREADS, LIST);
+        scan = nl < 0; /* an overflowed list: the lane scans its cells instead */
         if (scan)
             nl = 0;
-        uint64_t perm = 0;
-        if (tl == 0)
-            perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
-        perm = __shfl_sync(tmask, perm, lead);
-        __syncwarp(tmask);
-        float dmine[3] = {0.0f, 0.0f, 0.0f};
-        int k = 0;
-        for (int s = 0; s < mv.moves; s++) {
-            if (s % T == 0 && s + tl < mv.moves)
-                hard_displacement(&g, DIM, mv.d, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
-            const int i = (int)(perm >> (4 * k) & 15u);
+        if (tl == 0 && mv.shuffle)
+            perm = hard_permutation(n, seed, step, (uint32_t)c);
+    }
+    /* from here on every lane of the warp runs every move (an empty cell's team votes "hit"),
+     * so that the shuffles and votes are warp-wide: one instruction each, where votes of
+     * team-sized masks in diverged code ran once per team */
+    perm = __shfl_sync(FULL_WARP, perm, lead);
+    __syncwarp();
+    float dmine[3] = {0.0f, 0.0f, 0.0f};
+    int k = 0;
+    for (int s = 0; s < mv.moves; s++) {
+        if (live && s % T == 0 && s + tl < mv.moves)
+            hard_displacement(&g, DIM, mv.d, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
+        float dd[3] = {0.0f, 0.0f, 0.0f};
+        for (int a = 0; a < DIM; a++)
+            dd[a] = __shfl_sync(FULL_WARP, dmine[a], lead + s % T);
+        int i = 0;
+        if (live) {
+            i = (int)(perm >> (4 * k) & 15u);
             if (++k == n)
                 k = 0;
-            float tp[3] = {0.0f, 0.0f, 0.0f};
-            int ok = 1;
+        }
+        float tp[3] = {0.0f, 0.0f, 0.0f};
+        bool hit = !live;
+        if (live)
             for (int a = 0; a < DIM; a++) {
-                tp[a] = own[i][a] + __shfl_sync(tmask, dmine[a], lead + s % T);
-                ok &= tp[a] >= 0.0f && tp[a] < g.w[a];
+                tp[a] = own[i][a] + dd[a];
+                hit |= !(tp[a] >= 0.0f && tp[a] < g.w[a]); /* a move that leaves: rejected */
             }
-            if (!ok)
-                continue; /* the same on the team's lanes */
-            bool hit = false;
-            for (int j = tl; j < n && !hit; j += T)
-                hit = j != i && hard_d2_here(DIM, tp, own[j]) < 1.0f;
-            for (int e = 0; e < nl && !hit; e++) {
-                float p[3] = {0.0f, 0.0f, 0.0f};
-                for (int a = 0; a < DIM; a++)
-                    p[a] = list_s[e * DIM + a][threadIdx.x];
-                hit = hard_d2_here(DIM, tp, p) < 1.0f;
-            }
-            if (scan && !hit) /* an overflowed list: this lane's cells, every particle */
-                for (int q = tl; q < NQ && !hit; q += T) {
-                    int off[3];
-                    hard_nb_offset(DIM, q, off);
-                    float sh[3];
-                    const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
-                    int m = (int)HARD_LOAD(&count[cn]);
-                    m = m > NMAX ? NMAX : m;
-                    for (int j = 0; j < m && !hit; j++) {
-                        float p[3] = {0.0f, 0.0f, 0.0f};
-                        for (int a = 0; a < DIM; a++)
-                            p[a] = HARD_LOAD(&pos[carlo_cell_slot(&g, cn, j, a)]);
-                        hit = hard_d2(DIM, tp, p, sh) < 1.0f;
-                    }
+        for (int j = tl; j < n && !hit; j += T)
+            hit = j != i && hard_d2_here(DIM, tp, own[j]) < 1.0f;
+        for (int e = 0; e < nl && !hit; e++) {
+            float p[3] = {0.0f, 0.0f, 0.0f};
+            for (int a = 0; a < DIM; a++)
+                p[a] = list_s[e * DIM + a][threadIdx.x];
+            hit = hard_d2_here(DIM, tp, p) < 1.0f;
+        }
+        if (scan && !hit) /* an overflowed list: this lane's cells, every particle */
+            for (int q = tl; q < NQ && !hit; q += T) {
+                int off[3];
+                hard_nb_offset(DIM, q, off);
+                float sh[3];
+                const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
+                int m = (int)HARD_LOAD(&count[cn]);
+                m = m > NMAX ? NMAX : m;
+                for (int j = 0; j < m && !hit; j++) {
+                    float p[3] = {0.0f, 0.0f, 0.0f};
+                    for (int a = 0; a < DIM; a++)
+                        p[a] = HARD_LOAD(&pos[carlo_cell_slot(&g, cn, j, a)]);
+                    hit = hard_d2(DIM, tp, p, sh) < 1.0f;
                 }
-            if (__ballot_sync(tmask, hit))
-                continue;
+            }
+        const unsigned team_bits = (T == 32 ? 0xffffffffu : ((1u << T) - 1u)) << lead;
+        if ((__ballot_sync(FULL_WARP, hit) & team_bits) == 0) { /* no lane of the team found one */
             if (tl == 0)
                 for (int a = 0; a < DIM; a++)
                     own[i][a] = tp[a];
             accepted++;
-            __syncwarp(tmask);
         }
+        __syncwarp();
+    }
+    if (live) {
         if (accepted)
             for (int i = tl; i < n; i += T)
                 for (int a = 0; a < DIM; a++)
                     pos[carlo_cell_slot(&g, c, i, a)] = own[i][a];
         if (tl == 0)
             tried = (unsigned)mv.moves;
-        else
-            accepted = 0;
     }
+    if (tl != 0)
+        accepted = 0;
     warp_add(&ctr->tried, tried);
     warp_add(&ctr->accepted, accepted);
 }
@@ -201,11 +215,11 @@ __global__ void __launch_bounds__(256) pair_kernel(carlo_cell_grid g, const floa
         }
     }
     for (int off = 16; off > 0; off >>= 1)
-        best = fminf(best, __shfl_down_sync(0xffffffffu, best, off));
+        best = fminf(best, __shfl_down_sync(FULL_WARP, best, off));
     if (threadIdx.x % 32 == 0)
         atomicMin(&ctr->r2min_bits, __float_as_uint(best));
     for (int off = 16; off > 0; off >>= 1)
-        over += __shfl_down_sync(0xffffffffu, over, off);
+        over += __shfl_down_sync(FULL_WARP, over, off);
     if (threadIdx.x % 32 == 0 && over)
         atomicAdd(&ctr->overlaps, (unsigned long long)over);
 }

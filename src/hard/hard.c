@@ -251,13 +251,13 @@ static hard_system *alloc_system(int dim, int64_t N, const carlo_box *box, carlo
     s->mv.moves = 4;
     s->mv.shuffle = 1;
     s->dlnV = 0.1 / (double)N;
-    /* MPMC's 32 x 4 was its fastest on the K20; on the H100 disks with neighbour lists run
-     * fastest in 32 x 2 blocks (scripts/bench/hard.lua tries the others) */
-    s->block[0] = 32;
+    /* MPMC's 32 x 4 was its fastest on the K20; on the H100 disks with neighbour lists of 16
+     * run fastest in 64 x 2 blocks (scripts/bench/hard.lua tries the others) */
+    s->block[0] = dim == 2 ? 64 : 32;
     s->block[1] = dim == 2 ? 2 : 4;
     s->variant = dim == 2 ? 1 : 0; /* see cuda/hard.cu: registers for 4 slots, memory for 12 */
     s->gather = dim == 2; /* measured: +20% for small disk systems, -25% for spheres (shared memory) */
-    s->team = dim == 3 ? 4 : 1; /* measured at 2^20 spheres: 3.76e9 moves/s, one thread 3.15e9 at best;
+    s->team = dim == 3 ? 4 : 1; /* measured at 2^20 spheres: 3.9e9 moves/s, one thread 3.15e9 at best;
                                    disks are slower with any team (BENCHMARKS.md) */
     if (be->create(s)) {
         hard_destroy(s);

@@ -167,6 +167,63 @@ static void check_displacements(void)
     CHECK("unit/hard/displacement-pair", same, "the pair draw differs from the one-move draw");
 }
 
+/* A list too short for the neighbours (-1 from the gather) makes the moves scan the cells:
+ * the same decisions, float for float. Dense lattices, every active cell of every set updated
+ * with lists of room 32 and 3 and without lists; the three storages must stay identical. */
+static void check_list_overflow(int dim)
+{
+    const double a = dim == 2 ? 1.02 : 1.05;
+    const int nx = dim == 2 ? 20 : 10, ny = dim == 2 ? 24 : 10, nz = dim == 2 ? 1 : 10;
+    const double dy = dim == 2 ? a * sqrt(3.0) / 2.0 : a;
+    carlo_box box = carlo_box_make(dim, (double[]){nx * a, ny * dy, nz * a});
+    carlo_cell_grid g;
+    carlo_cell_data d[3] = {{0}};
+    const int64_t N = (int64_t)nx * ny * nz;
+    double *r = malloc((size_t)N * 3 * sizeof(double));
+    int ok = r != NULL &&
+             carlo_cells_plan(&g, &box, 1.0, dim == 2 ? HARD_WMAX_2D : HARD_WMAX_3D,
+                              dim == 2 ? HARD_WMAX_2D : HARD_WMAX_3D, dim == 2 ? HARD_NMAX_2D : HARD_NMAX_3D, 0) == 0;
+    for (int64_t k = 0; ok && k < N; k++) { /* hexagonal rows in 2D, simple cubic in 3D */
+        const int64_t i = k % nx, j = (k / nx) % ny, l = k / ((int64_t)nx * ny);
+        r[3 * k] = (i + (dim == 2 ? 0.5 * (double)(j & 1) : 0.0)) * a;
+        r[3 * k + 1] = j * dy;
+        r[3 * k + 2] = l * a;
+    }
+    for (int v = 0; v < 3 && ok; v++)
+        ok = carlo_cell_data_alloc(&g, &d[v]) == 0 && carlo_cells_fill(&g, &d[v], N, r, NULL) == 0;
+    const hard_moves mv = {0.16f, 4, 1};
+    uint64_t acc[3] = {0, 0, 0};
+    int64_t overflowed = 0;
+    for (uint64_t step = 0; ok && step < 16; step++)
+        for (int set = 0; set < (1 << dim); set++)
+            for (int64_t t = 0; t < carlo_cell_set_size(&g); t++) {
+                int xyz[3];
+                carlo_cell_active(&g, set, t, xyz);
+                float nb[HARD_NB_MAX * 3];
+                overflowed += hard_gather_cells(dim, dim == 2 ? HARD_NMAX_2D : HARD_NMAX_3D, &g, d[1].pos,
+                                                d[1].count, xyz, 0, 1, nb, 1, 3) < 0;
+                for (int v = 0; v < 3; v++) {
+                    uint32_t tried;
+                    float *list = v == 2 ? NULL : nb;
+                    const int cap = v == 0 ? HARD_NB_MAX : 3;
+                    acc[v] += dim == 2 ? hard_cell_update(2, HARD_NMAX_2D, 1, &g, d[v].pos, d[v].count, xyz, mv, 5,
+                                                          step * 8 + (uint64_t)set, list, 1, cap, &tried)
+                                       : hard_cell_update(3, HARD_NMAX_3D, 0, &g, d[v].pos, d[v].count, xyz, mv, 5,
+                                                          step * 8 + (uint64_t)set, list, 1, cap, &tried);
+                }
+            }
+    const size_t bytes = carlo_cells_pos_len(&g) * sizeof(float);
+    const int same = ok && acc[0] == acc[1] && acc[1] == acc[2] && memcmp(d[0].pos, d[1].pos, bytes) == 0 &&
+                     memcmp(d[0].pos, d[2].pos, bytes) == 0;
+    CHECK(dim == 2 ? "unit/hard/list-overflow-disks" : "unit/hard/list-overflow-spheres",
+          same && overflowed > 0 && acc[0] > 0,
+          "accepted %llu / %llu / %llu (lists of 32, lists of 3, no lists), %lld overflows",
+          (unsigned long long)acc[0], (unsigned long long)acc[1], (unsigned long long)acc[2], (long long)overflowed);
+    for (int v = 0; v < 3; v++)
+        carlo_cell_data_free(&d[v]);
+    free(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "validate") == 0) {
@@ -176,6 +233,8 @@ int main(int argc, char **argv)
         return check_failed;
     }
     check_displacements();
+    check_list_overflow(2);
+    check_list_overflow(3);
     run_case("disks-0.60", 2, 256, 0.60, 2000, 4000, 5, 0);
     run_case("spheres-0.40", 3, 400, 0.40, 1000, 2000, 5, 0);
     return check_failed;
