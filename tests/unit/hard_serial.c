@@ -167,6 +167,49 @@ static void check_displacements(void)
     CHECK("unit/hard/displacement-pair", same, "the pair draw differs from the one-move draw");
 }
 
+/* The 3D displacement: hard_ball_point exactly odd in (a, b, z), inside the unit ball, uniform
+ * in it (radius, octants, second moments) over 10^6 draws of hard_displacement_raw's words. */
+static void check_ball(void)
+{
+    const int n = 1000000;
+    int odd = 1, inside = 1, half = 0, octant[8] = {0};
+    double m2[3] = {0.0, 0.0, 0.0};
+    for (int k = 0; k < n; k++) {
+        carlo_u32x4 r0 = carlo_rng(7, HARD_PURPOSE_MOVE, 1, 2, 2 * (uint32_t)k);
+        carlo_u32x4 r1 = carlo_rng(7, HARD_PURPOSE_MOVE, 1, 2, 2 * (uint32_t)k + 1);
+        const float a = hard_unit(r0.v[0]), b = hard_unit(r0.v[1]), z = hard_unit(r0.v[2]);
+        const float rho = fmaxf(fmaxf(hard_unit_pos(r0.v[3]), hard_unit_pos(r1.v[0])), hard_unit_pos(r1.v[1]));
+        float p[3], m[3], raw[3];
+        hard_ball_point(a, b, z, rho, p);
+        hard_ball_point(-a, -b, -z, rho, m);
+        hard_displacement_raw(3, 1.0f, 7, 1, 2, (uint32_t)k, raw);
+        odd &= m[0] == -p[0] && m[1] == -p[1] && m[2] == -p[2] && raw[0] == p[0] && raw[1] == p[1] &&
+               raw[2] == p[2];
+        double q = 0.0;
+        for (int c = 0; c < 3; c++) {
+            q += (double)p[c] * p[c];
+            m2[c] += (double)p[c] * p[c];
+        }
+        inside &= q <= 1.0 + 1e-6;
+        half += q < 0.25;
+        octant[(p[0] > 0) + 2 * (p[1] > 0) + 4 * (p[2] > 0)]++;
+    }
+    CHECK("unit/hard/ball-point-odd", odd, "the map of (-a, -b, -z) is not the negated point, or the draw differs");
+    CHECK("unit/hard/ball-point-inside", inside, "a point outside the unit ball");
+    double se = 5.0 * sqrt(0.125 * 0.875 / n);
+    CHECK("unit/hard/ball-point-uniform-radius", fabs((double)half / n - 0.125) < se,
+          "fraction within r = 1/2: %.5f (uniform: 0.125 +- %.5f)", (double)half / n, se);
+    int oct_ok = 1;
+    for (int o = 0; o < 8; o++)
+        oct_ok &= fabs((double)octant[o] / n - 0.125) < se;
+    CHECK("unit/hard/ball-point-uniform-octants", oct_ok, "octant fractions off 1/8 by more than %.5f", se);
+    /* x^2 of a uniform point of the ball: mean 1/5, variance 3/35 - 1/25 */
+    double sex = 5.0 * sqrt((3.0 / 35.0 - 0.04) / n);
+    CHECK("unit/hard/ball-point-second-moments",
+          fabs(m2[0] / n - 0.2) < sex && fabs(m2[1] / n - 0.2) < sex && fabs(m2[2] / n - 0.2) < sex,
+          "E[x^2], E[y^2], E[z^2] = %.5f, %.5f, %.5f (uniform: 0.2 +- %.5f)", m2[0] / n, m2[1] / n, m2[2] / n, sex);
+}
+
 /* A list too short for the neighbours (-1 from the gather) makes the moves scan the cells:
  * the same decisions, float for float. Dense lattices, every active cell of every set updated
  * with lists of room 32 and 3 and without lists; the three storages must stay identical. */
@@ -233,6 +276,7 @@ int main(int argc, char **argv)
         return check_failed;
     }
     check_displacements();
+    check_ball();
     check_list_overflow(2);
     check_list_overflow(3);
     run_case("disks-0.60", 2, 256, 0.60, 2000, 4000, 5, 0);
