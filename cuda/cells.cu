@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(STAGED_THREADS) shift_staged_kernel(carlo_cell
 {
     __shared__ uint32_t scratch[((DIM + NAUX) * NMAX + 1) * STAGED_THREADS];
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < g.ncells && carlo_cell_shift_staged(g, src, dst, sh, c, scratch, DIM, NAUX, NMAX) > NMAX)
+    if (c < g.ncells && carlo_cell_shift_staged(g, src, dst, sh, c, scratch, DIM, NAUX, NMAX, 1) > NMAX)
         atomicOr(flag, 1u);
 }
 

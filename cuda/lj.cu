@@ -1358,7 +1358,7 @@ __global__ void __launch_bounds__(CB_SHIFT_THREADS) cb_shift(carlo_cell_grid g, 
         return;
     int got;
     if (STAGED) {
-        got = carlo_cell_shift_staged(g, src, dst, sh, c, cb_scratch, DIM, 1, g.nmax);
+        got = carlo_cell_shift_staged(g, src, dst, sh, c, cb_scratch, DIM, 1, g.nmax, 0);
     } else {
         int xyz[3];
         carlo_cell_coords(&g, c, xyz);
