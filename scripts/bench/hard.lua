@@ -103,7 +103,7 @@ if has_gpu then
           g.block = b
           local cells = {}
           for _, m in ipairs{ 1, 2, 4, 8 } do
-            if m == 4 or (b[1] == 32 and b[2] == 2 and v == "registers") then
+            if m == 4 or (b[1] == 64 and b[2] == 2 and v == "registers") then
               g.moves = m
               cells[#cells + 1] = ("%.3e"):format(rate(g, 10, 40, quick and 3 or 5))
             else

@@ -7,11 +7,14 @@
 --      acceptance on the CPU copy first), N = 2^12 ... 2^20, every lane count.
 --   build/carlo scripts/bench.lua lj            both tables
 --   build/carlo scripts/bench.lua lj quick      fewer sizes
+--   3. (only when asked) checkerboard at N = 2^20, 32 lanes, passes = 1, 2, 4 (trial moves
+--      per particle and sub-sweep): the share of a sub-sweep's cost that does not grow with its moves.
 --   build/carlo scripts/bench.lua lj checkerboard | decomposition    one table
+--   build/carlo scripts/bench.lua lj passes                          the third
 local carlo = require "carlo"
 local opt = ...
 local quick = opt == "quick"
-local only = (opt == "checkerboard" or opt == "decomposition") and opt or nil
+local only = (opt == "checkerboard" or opt == "decomposition" or opt == "passes") and opt or nil
 
 local gpus = carlo.devices().gpus
 local has_gpu = #gpus > 0
@@ -41,7 +44,7 @@ local function rate(sys, seconds)
     local t0 = carlo.clock()
     go(n)
     sys:sync()
-    r[k] = n * (cb and sys.N or 1) / (carlo.clock() - t0)
+    r[k] = n * (cb and sys.N * sys.passes or 1) / (carlo.clock() - t0)
   end
   table.sort(r)
   return r[2]
@@ -58,7 +61,7 @@ end
 
 local function fmt(x) return x and ("%.3g"):format(x) or "-" end
 
-if only ~= "checkerboard" then
+if only == nil or only == "decomposition" then
 print("\n== decomposition mode: trial moves per second ==")
 print(("%-8s %-6s %-11s %12s %12s %8s %12s"):format("N", "sum", "gpu kernel", "GPU", "CPU 1 thr",
   "GPU/CPU", "paper GTX480"))
@@ -112,7 +115,7 @@ if has_gpu then
 end
 end
 
-if only ~= "decomposition" then
+if only == nil or only == "checkerboard" then
 print("\n== checkerboard mode (rho = 0.8, T = 1, rc = 2.5): trial moves per second ==")
 print(("%-8s %-6s %-7s %12s %12s %8s %10s"):format("N", "lanes", "cells", "GPU", "CPU 1 thr", "GPU/CPU",
   "acceptance"))
@@ -158,4 +161,22 @@ if best_cb then
   print(("target at N = 2^20: >= 1e9 moves/s on an H100; measured %.3g with %d lanes (%s)")
     :format(best_cb.rate, best_cb.lanes, best_cb.rate >= 1e9 and "met" or "NOT met"))
 end
+end
+
+if only == "passes" and has_gpu then
+  print("\n== checkerboard, N = 2^20, 32 lanes (rho = 0.8, T = 1, rc = 2.5): passes ==")
+  print(("%-7s %12s %10s"):format("passes", "GPU", "acceptance"))
+  local N = 1 << 20
+  local tuner = carlo.lj{ N = N, rho = 0.8, T = 1.0, rc = 2.5, seed = 1, mode = "checkerboard", device = "gpu" }
+  tuner:tune{ sweeps = 4, target = 0.4 }
+  local delta = tuner.delta
+  tuner:close()
+  for _, passes in ipairs{ 1, 2, 4 } do
+    local s = carlo.lj{ N = N, rho = 0.8, T = 1.0, rc = 2.5, seed = 1, mode = "checkerboard", device = "gpu",
+                        lanes = 32, passes = passes }
+    s.delta = delta
+    print(("%-7d %12s %10.3f"):format(passes, fmt(rate(s, 0.5)), s.acceptance))
+    s:close()
+    collectgarbage()
+  end
 end
