@@ -264,7 +264,7 @@ static hard_system *alloc_system(int dim, int64_t N, const carlo_box *box, carlo
     s->block[1] = dim == 2 ? 2 : 4;
     s->variant = dim == 2 ? 1 : 0; /* see cuda/hard.cu: registers for 4 slots, memory for 12 */
     s->gather = dim == 2; /* measured: +20% for small disk systems, -25% for spheres (shared memory) */
-    s->team = dim == 3 ? 4 : 1; /* measured at 2^20 spheres: 3.9e9 moves/s, one thread 3.15e9 at best;
+    s->team = dim == 3 ? 4 : 1; /* measured at 2^20 spheres: 5.19e9 moves/s, one thread 4.51e9 at best;
                                    disks are slower with any team (BENCHMARKS.md) */
     if (be->create(s)) {
         hard_destroy(s);
