@@ -936,7 +936,7 @@ int gpu_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
 
 #define CB_WARPS 4      /* warps per block, each working on one active cell at a time */
 #define CB_CAP_MAX 448  /* candidates a warp stages in shared memory; the rest are read from the cells */
-#define CB_NEAR_CAP 128 /* near candidates queued before their terms are added */
+#define CB_NEAR_CAP 160 /* near candidates queued before their terms are added */
 
 struct cbp {
     carlo_cell_grid grid;
@@ -960,9 +960,13 @@ struct cbw_head {
     int qcap; /* the neighbour cell that holds candidate number cap */
 };
 
+/* Staged entries: cap rounded up to whole rounds of 32, the last round padded with entries that
+ * are near no move, so that the vote's rounds need no test of the end. */
+__host__ __device__ inline int cb_padded(int cap) { return (cap + 31) & ~31; }
+
 __host__ __device__ inline size_t cbw_bytes(int cap, int nmax)
 {
-    size_t b = sizeof(cbw_head) + (size_t)cap * sizeof(float4) + CB_NEAR_CAP * sizeof(uint16_t) +
+    size_t b = sizeof(cbw_head) + (size_t)cb_padded(cap) * sizeof(float4) + CB_NEAR_CAP * sizeof(uint16_t) +
                (size_t)nmax * sizeof(int);
     return (b + 15) & ~(size_t)15;
 }
@@ -1045,20 +1049,26 @@ __device__ __forceinline__ void cb_drain(const cbp &p, const cbw_head &H, const 
     __syncwarp();
 }
 
-/* One round of the near vote: the lanes' candidates kk that are near join the queue in lane
- * order (a full queue is drained first). */
-__device__ __forceinline__ void cb_vote(const cbp &p, const cbw_head &H, const float4 *cand,
-                                        uint16_t *nearq, int &nn, int &hb, int lane, const float o[3],
-                                        const float nw[3], double &du, double &dw, bool near, int kk)
+/* Room in the near queue for `rounds` more rounds of the vote: a queue that could overflow is
+ * drained first. */
+__device__ __forceinline__ void cb_room(const cbp &p, const cbw_head &H, const float4 *cand,
+                                        const uint16_t *nearq, int &nn, int &hb, int lane, const float o[3],
+                                        const float nw[3], double &du, double &dw, int rounds)
 {
-    if (nn > CB_NEAR_CAP - 32) {
+    if (nn > CB_NEAR_CAP - 32 * rounds) {
         cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
         hb += nn;
         nn = 0;
     }
+}
+
+/* One round of the near vote (the queue has room for it): the lanes' candidates kk that are
+ * near join the queue in lane order; below = the lanes before this one (%lanemask_lt). */
+__device__ __forceinline__ void cb_vote(uint16_t *nearq, int &nn, unsigned below, bool near, int kk)
+{
     const unsigned mask = __ballot_sync(FULL, near);
     if (near)
-        nearq[nn + __popc(mask & ((1u << lane) - 1u))] = (uint16_t)kk;
+        nearq[nn + __popc(mask & below)] = (uint16_t)kk;
     nn += __popc(mask);
 }
 
@@ -1099,19 +1109,23 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
         return;
     cbw_head &H = *reinterpret_cast<cbw_head *>(base);
     float4 *cand = reinterpret_cast<float4 *>(base + sizeof(cbw_head));
-    uint16_t *nearq = reinterpret_cast<uint16_t *>(cand + p.cap);
+    uint16_t *nearq = reinterpret_cast<uint16_t *>(cand + cb_padded(p.cap));
     int *perm = reinterpret_cast<int *>(nearq + CB_NEAR_CAP);
     const int nq = lj_neighbour_count(g.dim);
     const int v = cb_table(p, xyz, lane, H.cq, H.sh, H.off);
     const int M = __shfl_sync(FULL, v, nq - 1);
-    const unsigned below = __ballot_sync(FULL, lane < nq && v <= p.cap);
+    const unsigned fit = __ballot_sync(FULL, lane < nq && v <= p.cap);
     if (lane == 0)
-        H.qcap = __popc(below);
+        H.qcap = __popc(fit);
     __syncwarp();
-    cb_stage(p, H.cq, H.off, cand, M < p.cap ? M : p.cap, lane, 32);
+    const int Ms = M < p.cap ? M : p.cap; /* staged */
+    cb_stage(p, H.cq, H.off, cand, Ms, lane, 32);
+    if (Ms + lane < cb_padded(Ms)) /* the last round's padding: far from every cell */
+        cand[Ms + lane] = make_float4(1.0e6f, 1.0e6f, 1.0e6f, __int_as_float(0));
     if (lane == 0)
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
     __syncwarp();
+    const unsigned below = (1u << lane) - 1u;
     const int centre = g.dim == 3 ? 13 : 4;
     const int cbase = H.off[centre];
     double cell_du = 0.0, cell_dw = 0.0; /* lane 0's */
@@ -1147,16 +1161,20 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
         __syncwarp();
         double du = 0.0, dw = 0.0;
         int nn = 0, hb = 0; /* queued near candidates; near numbers before the queue */
-        const int Ms = M < p.cap ? M : p.cap;
-        /* the staged candidates: branch-free (a lane past the end reads the last one) */
-#pragma unroll 2
-        for (int k0 = 0; k0 < Ms; k0 += 32) {
-            const int kk = k0 + lane;
-            const float4 e = cand[kk < Ms ? kk : Ms - 1];
-            const float4 m4 = H.mq[__float_as_int(e.w)];
-            const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
-            const bool near = lj_cb_near(&p.geom, m3, b) & (kk < Ms) & (kk != me);
-            cb_vote(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw, near, kk);
+        /* the staged candidates, two rounds of 32 per test of the queue's room (the padding
+         * past Ms is near nothing) */
+        for (int k0 = 0; k0 < Ms; k0 += 64) {
+            cb_room(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw, 2);
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int kk = k0 + 32 * r + lane;
+                if (r == 1 && k0 + 32 >= Ms)
+                    break; /* the same on every lane */
+                const float4 e = cand[kk];
+                const float4 m4 = H.mq[__float_as_int(e.w)];
+                const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
+                cb_vote(nearq, nn, below, lj_cb_near(&p.geom, m3, b) & (kk != me), kk);
+            }
         }
         /* the rest of a crowded neighbourhood, from the cells */
         for (int k0 = Ms; k0 < M; k0 += 32) {
@@ -1168,7 +1186,8 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
                 const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
                 near = lj_cb_near(&p.geom, m3, b);
             }
-            cb_vote(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw, near, kk);
+            cb_room(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw, 1);
+            cb_vote(nearq, nn, below, near, kk);
         }
         cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
 #pragma unroll
