@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
                     hit = hard_d2(DIM, tp, p, sh) < 1.0f;
                 }
             }
-        const unsigned team_bits = (T == 32 ? 0xffffffffu : ((1u << T) - 1u)) << lead;
+        const unsigned team_bits = (T == 32 ? FULL_WARP : ((1u << T) - 1u)) << lead;
         if ((__ballot_sync(FULL_WARP, hit) & team_bits) == 0) { /* no lane of the team found one */
             if (tl == 0)
                 for (int a = 0; a < DIM; a++)

@@ -312,9 +312,9 @@ HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const car
 #define HARD_EAGER_ON 0 /* the CPU waits on no count: its caches serve the loads it needs */
 #endif
 
-/* The first HARD_EAGER slots of cell cn, empty or not (a cell holds about two particles at the
- * densities of interest): the loads need not wait for the cell's count, which is what a
- * neighbour gather's time goes to (H100: disks +21% at 1520^2). */
+/* The first HARD_EAGER_N(dim) slots of cell cn, empty or not (a cell holds one or two
+ * particles at the densities of interest): the loads need not wait for the cell's count, which
+ * is what a neighbour gather's time goes to (H100: disks +21% at 1520^2). */
 HARD_INLINE void hard_load_eager(const int dim, const int nmax, const carlo_cell_grid *g,
                                  const float *pos, int64_t cn, float slot[HARD_EAGER][3])
 {
@@ -322,8 +322,9 @@ HARD_INLINE void hard_load_eager(const int dim, const int nmax, const carlo_cell
     for (int j = 0; j < HARD_EAGER; j++)
         HARD_UNROLL
         for (int a = 0; a < 3; a++)
-            slot[j][a] = j < nmax && j < HARD_EAGER_N(dim) && a < dim ? HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)])
-                                                                      : 0.0f;
+            slot[j][a] = j < nmax && j < HARD_EAGER_N(dim) && a < dim
+                             ? HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)])
+                             : 0.0f;
 }
 
 /* A neighbour's particle, at p in its own frame, seen from the active cell: ps = p + s, its
@@ -410,7 +411,7 @@ HARD_INLINE int hard_nbcell_sift(const int dim, const int nmax, const carlo_cell
         HARD_UNROLL
         for (int a = 0; a < dim; a++)
             p[a] = HARD_EAGER_ON && j < HARD_EAGER_N(dim) ? c->slot[j < HARD_EAGER ? j : 0][a]
-                                                   : HARD_LOAD(&pos[carlo_cell_slot(g, c->cn, j, a)]);
+                                                          : HARD_LOAD(&pos[carlo_cell_slot(g, c->cn, j, a)]);
         if (!(hard_reach2(dim, c->off, p, c->s, g->w, ps) < 1.001f))
             continue;
         if (cap < (dim == 3 ? 26 : 8) * nmax && k == cap)
@@ -437,6 +438,7 @@ HARD_INLINE int hard_gather_cells(const int dim, const int nmax, const carlo_cel
         return 0;
     hard_nbcell cur, next;
     hard_nbcell_load(dim, nmax, g, pos, count, xyz, q0, &cur);
+    next = cur; /* defined, though the last cell's copy of it is never used */
     if (dim == 2)
         HARD_UNROLL
         for (int q = q0; q < 8; q += step) {
@@ -444,7 +446,7 @@ HARD_INLINE int hard_gather_cells(const int dim, const int nmax, const carlo_cel
                 hard_nbcell_load(dim, nmax, g, pos, count, xyz, q + step, &next);
             if ((k = hard_nbcell_sift(dim, nmax, g, pos, &cur, nb, stride, cap, k)) < 0)
                 return -1;
-            cur = next;
+            cur = next; /* after the last cell, a copy never used */
         }
     else /* 26 unrolled copies would crowd the instruction cache */
         for (int q = q0; q < nq; q += step) {
