@@ -936,7 +936,8 @@ int gpu_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
 
 #define CB_WARPS 4      /* warps per block, each working on one active cell at a time */
 #define CB_CAP_MAX 448  /* candidates a warp stages in shared memory; the rest are read from the cells */
-#define CB_NEAR_CAP 160 /* near candidates queued before their terms are added */
+#define CB_NEAR_CAP 256 /* near candidates queued before their terms are added */
+#define CB_CHUNK 128    /* candidates of one step of the vote: four consecutive ones per lane */
 
 struct cbp {
     carlo_cell_grid grid;
@@ -951,45 +952,58 @@ struct cbp {
 };
 
 /* A warp's tables in shared memory; its staged candidates, near queue and visiting order
- * follow (cbw_bytes). */
+ * follow (cbw_bytes, cb_cell). */
 struct cbw_head {
     float4 sh[LJ_NEIGH_MAX]; /* the neighbour cells' offsets */
-    float4 mq[LJ_NEIGH_MAX]; /* the current move's midpoint in each neighbour's frame */
     int off[LJ_NEIGH_MAX + 1];
     int cq[LJ_NEIGH_MAX];
     int qcap; /* the neighbour cell that holds candidate number cap */
 };
 
-/* Staged entries: cap rounded up to whole rounds of 32, the last round padded with entries that
- * are near no move, so that the vote's rounds need no test of the end. */
-__host__ __device__ inline int cb_padded(int cap) { return (cap + 31) & ~31; }
+/* Staged entries: cap rounded up to whole steps of the vote, the last step padded with entries
+ * that are near no move, so that the vote needs no test of the end. */
+__host__ __device__ inline int cb_padded(int cap) { return (cap + CB_CHUNK - 1) & ~(CB_CHUNK - 1); }
+
+/* A warp's staged candidates: their positions in the active cell's frame (lj_kernel.h), one
+ * array per axis (16-byte aligned: the vote reads four at once). */
+struct cbw_stage {
+    float *x, *y, *z;
+};
+
+static_assert(sizeof(cbw_head) % 16 == 0, "the staged candidates must stay 16-byte aligned");
+
+/* The near queue (and a spare slot) after the head, at a fixed offset; the staged candidates
+ * (16-byte aligned) and the visiting order after it. */
+#define CB_QUEUE_BYTES ((((CB_NEAR_CAP + 1) * (int)sizeof(uint16_t)) + 15) & ~15)
 
 __host__ __device__ inline size_t cbw_bytes(int cap, int nmax)
 {
-    size_t b = sizeof(cbw_head) + (size_t)cb_padded(cap) * sizeof(float4) + CB_NEAR_CAP * sizeof(uint16_t) +
+    size_t b = sizeof(cbw_head) + CB_QUEUE_BYTES + 3 * (size_t)cb_padded(cap) * sizeof(float) +
                (size_t)nmax * sizeof(int);
     return (b + 15) & ~(size_t)15;
 }
 
-/* Member j of cell `cell` (neighbour number q): x, y, z and q in w. */
-__device__ __forceinline__ float4 cb_load(const cbp &p, int64_t cell, int j, int q)
+/* Member j of cell `cell`, a neighbour offset by s, in the active cell's frame (b + s, exact:
+ * lj_kernel.h). The slots of carlo_cell_slot, with one wide multiply (ncells < 2^32). */
+__device__ __forceinline__ float3 cb_load(const cbp &p, int64_t cell, int j, float4 s)
 {
     const carlo_cell_grid &g = p.grid;
-    float4 e;
-    e.x = p.cells.pos[carlo_cell_slot(&g, cell, j, 0)];
-    e.y = p.cells.pos[carlo_cell_slot(&g, cell, j, 1)];
-    e.z = g.dim == 3 ? p.cells.pos[carlo_cell_slot(&g, cell, j, 2)] : 0.0f;
-    e.w = __int_as_float(q);
+    const size_t plane = (size_t)g.nmax * (size_t)g.ncells;
+    const float *b = p.cells.pos + ((size_t)(uint32_t)j * (uint32_t)g.ncells + (uint32_t)cell);
+    float3 e;
+    e.x = b[0] + s.x;
+    e.y = b[plane] + s.y;
+    e.z = g.dim == 3 ? b[2 * plane] + s.z : 0.0f;
     return e;
 }
 
 /* Candidate k: staged below cap, read from the cells above (a crowded neighbourhood). */
-__device__ __forceinline__ float4 cb_cand(const cbp &p, const cbw_head &H, const float4 *cand, int k)
+__device__ __forceinline__ float3 cb_cand(const cbp &p, const cbw_head &H, const cbw_stage &S, int k)
 {
     if (k < p.cap)
-        return cand[k];
+        return make_float3(S.x[k], S.y[k], S.z[k]);
     const int q = cell_of(H.off, H.qcap, k);
-    return cb_load(p, H.cq[q], k - H.off[q], q);
+    return cb_load(p, H.cq[q], k - H.off[q], H.sh[q]);
 }
 
 /* The neighbourhood of cell xyz, by the lanes of one warp: lane q < nq fills in neighbour q's
@@ -1023,47 +1037,50 @@ __device__ __forceinline__ int cb_table(const cbp &p, const int xyz[3], int lane
     return v;
 }
 
-/* Candidates k = from, from + stride, ... below `staged` into shared memory. */
-__device__ __forceinline__ void cb_stage(const cbp &p, const int *cq, const int *off, float4 *cand,
-                                         int staged, int from, int stride)
+/* Candidates k = from, from + stride, ... below `staged`, in the active cell's frame, into the
+ * arrays x, y, z (element k at x[k * step]). */
+__device__ __forceinline__ void cb_stage(const cbp &p, const int *cq, const int *off, const float4 *sh,
+                                         float *x, float *y, float *z, int step, int staged, int from,
+                                         int stride)
 {
     int q = 0;
     for (int k = from; k < staged; k += stride) {
         q = cell_of(off, q, k);
-        cand[k] = cb_load(p, cq[q], k - off[q], q);
+        const float3 e = cb_load(p, cq[q], k - off[q], sh[q]);
+        x[k * step] = e.x;
+        y[k * step] = e.y;
+        z[k * step] = e.z;
     }
 }
 
 /* Near candidates i of the queue (near numbers hb + i) onto their lanes (lj_kernel.h). */
-__device__ __forceinline__ void cb_drain(const cbp &p, const cbw_head &H, const float4 *cand,
+__device__ __forceinline__ void cb_drain(const cbp &p, const cbw_head &H, const cbw_stage &S,
                                          const uint16_t *nearq, int nn, int hb, int lane,
                                          const float o[3], const float nw[3], double &du, double &dw)
 {
     __syncwarp();
     for (int i = (lane - hb) & 31; i < nn; i += 32) {
-        const float4 e = cb_cand(p, H, cand, nearq[i]);
-        const float4 s4 = H.sh[__float_as_int(e.w)];
-        const float b[3] = {e.x, e.y, e.z}, s3[3] = {s4.x, s4.y, s4.z};
-        lj_cb_candidate(&p.geom, o, nw, b, s3, &du, &dw);
+        const float3 e = cb_cand(p, H, S, nearq[i]);
+        lj_cb_candidate(&p.geom, o, nw, e.x, e.y, e.z, &du, &dw);
     }
     __syncwarp();
 }
 
-/* Room in the near queue for `rounds` more rounds of the vote: a queue that could overflow is
- * drained first. */
-__device__ __forceinline__ void cb_room(const cbp &p, const cbw_head &H, const float4 *cand,
+/* Room in the near queue for `more` more entries: a queue that could overflow is drained
+ * first. */
+__device__ __forceinline__ void cb_room(const cbp &p, const cbw_head &H, const cbw_stage &S,
                                         const uint16_t *nearq, int &nn, int &hb, int lane, const float o[3],
-                                        const float nw[3], double &du, double &dw, int rounds)
+                                        const float nw[3], double &du, double &dw, int more)
 {
-    if (nn > CB_NEAR_CAP - 32 * rounds) {
-        cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
+    if (nn > CB_NEAR_CAP - more) {
+        cb_drain(p, H, S, nearq, nn, hb, lane, o, nw, du, dw);
         hb += nn;
         nn = 0;
     }
 }
 
-/* One round of the near vote (the queue has room for it): the lanes' candidates kk that are
- * near join the queue in lane order; below = the lanes before this one (%lanemask_lt). */
+/* One round of the near vote over the candidates kk of the lanes (the queue has room for it):
+ * those near join the queue in lane order; below = the lanes before this one. */
 __device__ __forceinline__ void cb_vote(uint16_t *nearq, int &nn, unsigned below, bool near, int kk)
 {
     const unsigned mask = __ballot_sync(FULL, near);
@@ -1072,19 +1089,43 @@ __device__ __forceinline__ void cb_vote(uint16_t *nearq, int &nn, unsigned below
     nn += __popc(mask);
 }
 
-/* The end of cell c's sub-sweep: its first n staged particles (mine) back to the cells, by the
- * threads from `from` in steps of `stride`, and its sums onto the cell's accumulators (lead). */
-__device__ __forceinline__ void cb_store(const cbp &p, int64_t c, const float4 *mine, int n,
-                                         int from, int stride, bool lead, double du, double dw,
-                                         unsigned long long nacc)
+/* One step of the near vote over the staged candidates k0 .. k0 + 127, four consecutive ones
+ * per lane (the queue has room for them): those near join the queue in candidate order, a
+ * lane's place after the near ones of the lanes below it (four ballots); the entries of
+ * candidates not near go to the spare slot nearq[CB_NEAR_CAP]. */
+__device__ __forceinline__ void cb_vote4(const cbw_stage &S, uint16_t *nearq, int &nn, unsigned below,
+                                         int lane, int k0, const float m[3], float r2)
+{
+    const int kb = k0 + 4 * lane;
+    const float4 x = *reinterpret_cast<const float4 *>(S.x + kb);
+    const float4 y = *reinterpret_cast<const float4 *>(S.y + kb);
+    const float4 z = *reinterpret_cast<const float4 *>(S.z + kb);
+    const bool n0 = lj_cb_near(m, x.x, y.x, z.x, r2), n1 = lj_cb_near(m, x.y, y.y, z.y, r2),
+               n2 = lj_cb_near(m, x.z, y.z, z.z, r2), n3 = lj_cb_near(m, x.w, y.w, z.w, r2);
+    const unsigned b0 = __ballot_sync(FULL, n0), b1 = __ballot_sync(FULL, n1), b2 = __ballot_sync(FULL, n2),
+                   b3 = __ballot_sync(FULL, n3);
+    const int at0 = nn + __popc(b0 & below) + __popc(b1 & below) + __popc(b2 & below) + __popc(b3 & below);
+    const int at1 = at0 + (int)n0, at2 = at1 + (int)n1, at3 = at2 + (int)n2;
+    nearq[n0 ? at0 : CB_NEAR_CAP] = (uint16_t)kb;
+    nearq[n1 ? at1 : CB_NEAR_CAP] = (uint16_t)(kb + 1);
+    nearq[n2 ? at2 : CB_NEAR_CAP] = (uint16_t)(kb + 2);
+    nearq[n3 ? at3 : CB_NEAR_CAP] = (uint16_t)(kb + 3);
+    nn += __popc(b0) + __popc(b1) + __popc(b2) + __popc(b3);
+}
+
+/* The end of cell c's sub-sweep: its first n staged particles back to the cells (particle i's
+ * coordinates at x[i * stride], y[i * stride], z[i * stride]), by the threads from `from` in
+ * steps of `step`, and its sums onto the cell's accumulators (lead). */
+__device__ __forceinline__ void cb_store(const cbp &p, int64_t c, const float *x, const float *y,
+                                         const float *z, int stride, int n, int from, int step,
+                                         bool lead, double du, double dw, unsigned long long nacc)
 {
     const carlo_cell_grid &g = p.grid;
-    for (int i = from; i < n; i += stride) {
-        const float4 e = mine[i];
-        p.cells.pos[carlo_cell_slot(&g, c, i, 0)] = e.x;
-        p.cells.pos[carlo_cell_slot(&g, c, i, 1)] = e.y;
+    for (int i = from; i < n; i += step) {
+        p.cells.pos[carlo_cell_slot(&g, c, i, 0)] = x[i * stride];
+        p.cells.pos[carlo_cell_slot(&g, c, i, 1)] = y[i * stride];
         if (g.dim == 3)
-            p.cells.pos[carlo_cell_slot(&g, c, i, 2)] = e.z;
+            p.cells.pos[carlo_cell_slot(&g, c, i, 2)] = z[i * stride];
     }
     if (lead) {
         p.acc_u[c] = p.acc_u[c] + du;
@@ -1095,8 +1136,8 @@ __device__ __forceinline__ void cb_store(const cbp &p, int64_t c, const float4 *
 }
 
 /* Active cell t of set `set`, sub-sweep `step`, by one warp: the cell's particles moved in
- * lj_cb_order's order, each move's near candidates found by a ballot over the neighbourhood
- * and their terms summed on the 32 lanes of lj_kernel.h. */
+ * lj_cb_order's order, each move's near candidates found by a vote over the neighbourhood and
+ * their terms summed on the 32 lanes of lj_kernel.h. */
 __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long long step, int64_t t,
                                         int lane, char *base)
 {
@@ -1108,9 +1149,13 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
     if (n == 0)
         return;
     cbw_head &H = *reinterpret_cast<cbw_head *>(base);
-    float4 *cand = reinterpret_cast<float4 *>(base + sizeof(cbw_head));
-    uint16_t *nearq = reinterpret_cast<uint16_t *>(cand + cb_padded(p.cap));
-    int *perm = reinterpret_cast<int *>(nearq + CB_NEAR_CAP);
+    const int P = cb_padded(p.cap);
+    uint16_t *nearq = reinterpret_cast<uint16_t *>(base + sizeof(cbw_head));
+    cbw_stage S;
+    S.x = reinterpret_cast<float *>(base + sizeof(cbw_head) + CB_QUEUE_BYTES);
+    S.y = S.x + P;
+    S.z = S.y + P;
+    int *perm = reinterpret_cast<int *>(S.z + P);
     const int nq = lj_neighbour_count(g.dim);
     const int v = cb_table(p, xyz, lane, H.cq, H.sh, H.off);
     const int M = __shfl_sync(FULL, v, nq - 1);
@@ -1119,9 +1164,9 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
         H.qcap = __popc(fit);
     __syncwarp();
     const int Ms = M < p.cap ? M : p.cap; /* staged */
-    cb_stage(p, H.cq, H.off, cand, Ms, lane, 32);
-    if (Ms + lane < cb_padded(Ms)) /* the last round's padding: far from every cell */
-        cand[Ms + lane] = make_float4(1.0e6f, 1.0e6f, 1.0e6f, __int_as_float(0));
+    cb_stage(p, H.cq, H.off, H.sh, S.x, S.y, S.z, 1, Ms, lane, 32);
+    for (int k = Ms + lane; k < cb_padded(Ms); k += 32) /* the padding: far from every cell */
+        S.x[k] = S.y[k] = S.z[k] = 1.0e6f;
     if (lane == 0)
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
     __syncwarp();
@@ -1133,7 +1178,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
     float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f;
     double tu = 0.0;
     const int moves = n * p.passes;
-    for (int k = 0; k < moves; k++) {
+    for (int k = 0, j = 0; k < moves; k++) { /* j = k % n */
         const int kl = k & 31;
         if (kl == 0 && k + lane < moves) { /* the lanes draw the next 32 trial moves */
             float d3[3];
@@ -1144,52 +1189,40 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
         }
         const float dd[3] = {__shfl_sync(FULL, t0, kl), __shfl_sync(FULL, t1, kl),
                              __shfl_sync(FULL, t2, kl)};
-        const double u01 = __shfl_sync(FULL, tu, kl);
-        const int slot = perm[k % n], me = cbase + slot;
-        const float4 oe = cb_cand(p, H, cand, me);
+        const double logu = __shfl_sync(FULL, tu, kl);
+        const int slot = perm[j], me = cbase + slot;
+        j = j + 1 == n ? 0 : j + 1;
+        const float3 oe = cb_cand(p, H, S, me);
         const float o[3] = {oe.x, oe.y, oe.z};
         const float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
         if (!lj_cb_inside(&p.geom, nw))
             continue; /* the same on every lane */
-        if (lane < nq) {
-            const float4 s4 = H.sh[lane];
-            const float s3[3] = {s4.x, s4.y, s4.z};
-            float m3[3];
-            lj_cb_mid(o, dd, s3, m3);
-            H.mq[lane] = make_float4(m3[0], m3[1], m3[2], 0.0f);
-        }
+        float m[3];
+        lj_cb_mid(o, dd, m);
+        const float r2 = lj_cb_near_r2(&p.geom, dd);
+        __syncwarp(); /* every lane has read o */
+        if (lane == 0 && me < p.cap)
+            S.x[me] = 1.0e6f; /* the moved particle is near no move while it moves */
         __syncwarp();
         double du = 0.0, dw = 0.0;
         int nn = 0, hb = 0; /* queued near candidates; near numbers before the queue */
-        /* the staged candidates, two rounds of 32 per test of the queue's room (the padding
-         * past Ms is near nothing) */
-        for (int k0 = 0; k0 < Ms; k0 += 64) {
-            cb_room(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw, 2);
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int kk = k0 + 32 * r + lane;
-                if (r == 1 && k0 + 32 >= Ms)
-                    break; /* the same on every lane */
-                const float4 e = cand[kk];
-                const float4 m4 = H.mq[__float_as_int(e.w)];
-                const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
-                cb_vote(nearq, nn, below, lj_cb_near(&p.geom, m3, b) & (kk != me), kk);
-            }
+        /* the staged candidates, 128 per step (the padding past Ms is near nothing) */
+        for (int k0 = 0; k0 < Ms; k0 += CB_CHUNK) {
+            cb_room(p, H, S, nearq, nn, hb, lane, o, nw, du, dw, CB_CHUNK);
+            cb_vote4(S, nearq, nn, below, lane, k0, m, r2);
         }
         /* the rest of a crowded neighbourhood, from the cells */
         for (int k0 = Ms; k0 < M; k0 += 32) {
             const int kk = k0 + lane;
             bool near = false;
             if (kk < M && kk != me) {
-                const float4 e = cb_cand(p, H, cand, kk);
-                const float4 m4 = H.mq[__float_as_int(e.w)];
-                const float b[3] = {e.x, e.y, e.z}, m3[3] = {m4.x, m4.y, m4.z};
-                near = lj_cb_near(&p.geom, m3, b);
+                const float3 e = cb_cand(p, H, S, kk);
+                near = lj_cb_near(m, e.x, e.y, e.z, r2);
             }
-            cb_room(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw, 1);
+            cb_room(p, H, S, nearq, nn, hb, lane, o, nw, du, dw, 32);
             cb_vote(nearq, nn, below, near, kk);
         }
-        cb_drain(p, H, cand, nearq, nn, hb, lane, o, nw, du, dw);
+        cb_drain(p, H, S, nearq, nn, hb, lane, o, nw, du, dw);
 #pragma unroll
         for (int s = 16; s > 0; s >>= 1) {
             du = du + __shfl_down_sync(FULL, du, s);
@@ -1197,25 +1230,32 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
         }
         int acc = 0;
         if (lane == 0)
-            acc = lj_accept(du, p.beta, u01);
-        if (__shfl_sync(FULL, acc, 0) && lane == 0) {
-            if (me < p.cap) {
-                cand[me] = make_float4(nw[0], nw[1], nw[2], oe.w);
-            } else {
+            acc = lj_cb_accept(du, p.beta, logu);
+        acc = __shfl_sync(FULL, acc, 0);
+        if (lane == 0) {
+            if (me < p.cap) { /* back from the far mark: where the particle now is */
+                S.x[me] = acc ? nw[0] : o[0];
+                S.y[me] = acc ? nw[1] : o[1];
+                S.z[me] = acc ? nw[2] : o[2];
+            } else if (acc) {
                 p.cells.pos[carlo_cell_slot(&g, c, slot, 0)] = nw[0];
                 p.cells.pos[carlo_cell_slot(&g, c, slot, 1)] = nw[1];
                 if (g.dim == 3)
                     p.cells.pos[carlo_cell_slot(&g, c, slot, 2)] = nw[2];
             }
-            cell_du = cell_du + du;
-            cell_dw = cell_dw + dw;
-            nacc++;
+            if (acc) {
+                cell_du = cell_du + du;
+                cell_dw = cell_dw + dw;
+                nacc++;
+            }
         }
         __syncwarp();
     }
-    /* the staged particles (those beyond cap were written as they moved) */
+    /* the staged particles, in the active cell's frame their own (those beyond cap were
+     * written as they moved) */
     const int ns = cbase >= p.cap ? 0 : (n < p.cap - cbase ? n : p.cap - cbase);
-    cb_store(p, c, cand + (cbase < p.cap ? cbase : 0), ns, lane, 32, lane == 0, cell_du, cell_dw, nacc);
+    const int from = cbase < p.cap ? cbase : 0;
+    cb_store(p, c, S.x + from, S.y + from, S.z + from, 1, ns, lane, 32, lane == 0, cell_du, cell_dw, nacc);
     __syncwarp(); /* the tables are the next cell's */
 }
 
@@ -1254,7 +1294,7 @@ __device__ __forceinline__ void block_tree2(double &a, double &b, double (*sm)[1
 template <int T>
 __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned long long step)
 {
-    extern __shared__ float4 cand[]; /* neighbourhood: x, y, z, offset index q (cb_load) */
+    extern __shared__ float4 cand[]; /* neighbourhood: x, y, z in the active cell's frame */
     __shared__ double sm[2][128];
     __shared__ int off[LJ_NEIGH_MAX + 1], cq[LJ_NEIGH_MAX];
     __shared__ float4 sh[LJ_NEIGH_MAX];
@@ -1277,7 +1317,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         cb_table(p, xyz, t, cq, sh, off);
     __syncthreads();
     const int M = off[nq];
-    cb_stage(p, cq, off, cand, M, t, T);
+    cb_stage(p, cq, off, sh, &cand[0].x, &cand[0].y, &cand[0].z, 4, M, t, T);
     if (t == 0)
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
     __syncthreads();
@@ -1300,7 +1340,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         }
         const int me = base + perm[k % n];
         const float dd[3] = {tdd[k % T][0], tdd[k % T][1], tdd[k % T][2]};
-        const double u01 = tu[k % T];
+        const double logu = tu[k % T];
         const float4 oe = cand[me];
         const float o[3] = {oe.x, oe.y, oe.z};
         const float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
@@ -1311,15 +1351,13 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
             if (kk == me)
                 continue;
             const float4 e = cand[kk];
-            const float4 s4 = sh[__float_as_int(e.w)];
-            const float b[3] = {e.x, e.y, e.z}, s3[3] = {s4.x, s4.y, s4.z};
-            lj_cb_candidate(&p.geom, o, nw, b, s3, &du, &dw);
+            lj_cb_candidate(&p.geom, o, nw, e.x, e.y, e.z, &du, &dw);
         }
         block_tree2<T>(du, dw, sm);
         if (t == 0) {
-            accept_flag = lj_accept(du, p.beta, u01);
+            accept_flag = lj_cb_accept(du, p.beta, logu);
             if (accept_flag) {
-                cand[me] = make_float4(nw[0], nw[1], nw[2], oe.w);
+                cand[me] = make_float4(nw[0], nw[1], nw[2], 0.0f);
                 cell_du = cell_du + du;
                 cell_dw = cell_dw + dw;
                 nacc++;
@@ -1327,7 +1365,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         }
         __syncthreads();
     }
-    cb_store(p, c, cand + base, n, t, T, t == 0, cell_du, cell_dw, nacc);
+    cb_store(p, c, &cand[base].x, &cand[base].y, &cand[base].z, 4, n, t, T, t == 0, cell_du, cell_dw, nacc);
 }
 
 /* Sub-sweep `step` over set `set`, its position in the sweep `pos`: each warp takes the next

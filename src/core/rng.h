@@ -23,6 +23,13 @@ enum {
 
 typedef struct carlo_u32x4 { uint32_t v[4]; } carlo_u32x4;
 
+/* Word i (0..3, a runtime value) of r by selects: no array indexed at run time, which would
+ * put r in local memory on the GPU. */
+CARLO_HD uint32_t carlo_u32x4_at(carlo_u32x4 r, int i)
+{
+    return i < 2 ? (i == 0 ? r.v[0] : r.v[1]) : (i == 2 ? r.v[2] : r.v[3]);
+}
+
 #define CARLO_PHILOX_M0 0xD2511F53u
 #define CARLO_PHILOX_M1 0xCD9E8D57u
 #define CARLO_PHILOX_W0 0x9E3779B9u

@@ -15,14 +15,6 @@
 #include "core/error.h"
 #include "lj/lj.h"
 
-/* The unit in the last place of a float in [2^e, 2^(e+1)): the spacing of the coordinate grid. */
-static float ulp_of(float w)
-{
-    int e;
-    frexpf(w, &e); /* w = f 2^e, f in [0.5, 1) */
-    return ldexpf(1.0f, e - 24);
-}
-
 /* Lanes per active cell when none are asked for: one warp per cell (32, the near-candidate
  * sum) from this many active cells per sub-sweep, 128 below, where one warp per cell leaves
  * the GPU idle (H100, rho = 0.8: scripts/bench/lj.lua, BENCHMARKS.md). */
@@ -41,9 +33,10 @@ int lj_cb_setup(lj_system *s, const lj_params *p)
     g->dim = p->dim;
     for (int a = 0; a < 3; a++) {
         g->w[a] = cb->grid.w[a];
-        g->h[a] = ulp_of(cb->grid.w[a]);
+        g->h[a] = cb->grid.q; /* coordinates within two cells exact in the active cell's frame */
     }
     g->rc2 = (float)(p->rc * p->rc);
+    g->rcm = (float)(p->rc + 1e-3 * (1.0 + p->rc));
     if (p->shift) { /* u(rc) by lj_pair_f's operations */
         float ir2 = 1.0f / g->rc2, ir6 = ir2 * ir2 * ir2;
         g->ushift = 4.0f * ir6 * (ir6 - 1.0f);
@@ -220,46 +213,41 @@ carlo_cell_shift lj_cb_shift(const lj_system *s, uint64_t sweep)
     return sh;
 }
 
-/* Which candidates are near the move whose midpoint in neighbour cell q's frame is mq[q]
- * (SIMD over each cell's members: the same float operations as lj_cb_near). */
+/* Which of the M candidates (at c[0..2], the active cell's frame) are near the move with
+ * midpoint m and squared near radius r2: lj_cb_near, in SIMD. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static void cb_near_flags(const lj_cbgeom *G, int nq, const int *start, const float *const c[6],
-                          const float (*mq)[3], uint8_t *flag)
+static void cb_near_flags(int M, const float *const c[3], const float m[3], float r2, uint8_t *flag)
 {
     const float *cx = c[0], *cy = c[1], *cz = c[2];
-    const float near2 = G->near2;
-    for (int q = 0; q < nq; q++) {
-        const float m0 = mq[q][0], m1 = mq[q][1], m2 = mq[q][2];
+    const float m0 = m[0], m1 = m[1], m2 = m[2];
 #pragma omp simd
-        for (int k = start[q]; k < start[q + 1]; k++) {
-            float dx = cx[k] - m0, dy = cy[k] - m1, dz = cz[k] - m2;
-            flag[k] = dx * dx + dy * dy + dz * dz < near2;
-        }
+    for (int k = 0; k < M; k++) {
+        float dx = cx[k] - m0, dy = cy[k] - m1, dz = cz[k] - m2;
+        flag[k] = dx * dx + dy * dy + dz * dz < r2;
     }
 }
 
-/* One trial move's T lanes over all candidates (SoA, with each candidate's cell offset),
+/* One trial move's T lanes over all M candidates (at c[0..2], the active cell's frame),
  * skipping candidate `me`: written for SIMD, every lane one sequence of exactly rounded
  * operations, a skipped or distant candidate adding +0 (which changes no lane). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static void cb_lanes_all(const lj_cbgeom *G, int M, const float *const c[6], const float o[3],
+static void cb_lanes_all(const lj_cbgeom *G, int M, const float *const c[3], const float o[3],
                          const float n[3], int me, int T, double *lu, double *lw)
 {
-    const float *cx = c[0], *cy = c[1], *cz = c[2], *sx = c[3], *sy = c[4], *sz = c[5];
+    const float *cx = c[0], *cy = c[1], *cz = c[2];
     const float rc2 = G->rc2, ushift = G->ushift;
-    const float o0 = o[0], o1 = o[1], o2 = o[2], n0 = n[0], n1 = n[1], n2 = n[2];
     for (int base = 0; base < M; base += T) {
         int len = M - base < T ? M - base : T;
 #pragma omp simd
         for (int l = 0; l < len; l++) {
             int kk = base + l;
             float uo, wo, un, wn;
-            float ro = lj_cb_r2s(o0, o1, o2, cx[kk], cy[kk], cz[kk], sx[kk], sy[kk], sz[kk]);
-            float rn = lj_cb_r2s(n0, n1, n2, cx[kk], cy[kk], cz[kk], sx[kk], sy[kk], sz[kk]);
+            float ro = lj_cb_r2x(o, cx[kk], cy[kk], cz[kk]);
+            float rn = lj_cb_r2x(n, cx[kk], cy[kk], cz[kk]);
             /* the terms inside the cutoff, computed for every lane (SIMD), kept where wanted */
             lj_pair_f_terms(ro, ushift, &uo, &wo);
             lj_pair_f_terms(rn, ushift, &un, &wn);
@@ -272,17 +260,19 @@ static void cb_lanes_all(const lj_cbgeom *G, int M, const float *const c[6], con
     }
 }
 
-/* One trial move's 32 lanes in the near-candidate order (lj_kernel.h). c: candidate
- * coordinates and offsets (SoA), start: each neighbour cell's first candidate, mq: the move's
- * midpoint in each neighbour cell's frame, flag: room for M near flags, near: for M indices. */
-static void cb_lanes_near(const lj_cbgeom *G, int nq, const int *start, const float *const c[6],
-                          const float (*mq)[3], const float o[3], const float n[3], int me,
-                          uint8_t *flag, int *near, double *lu, double *lw)
+/* One trial move (o -> n by d) on the 32 lanes of the near-candidate order (lj_kernel.h). c:
+ * the M candidates in the active cell's frame (SoA), flag: room for M near flags, near: for M
+ * indices. */
+static void cb_lanes_near(const lj_cbgeom *G, int M, const float *const c[3], const float o[3],
+                          const float d[3], const float n[3], int me, uint8_t *flag, int *near,
+                          double *lu, double *lw)
 {
-    cb_near_flags(G, nq, start, c, mq, flag);
+    float m[3];
+    lj_cb_mid(o, d, m);
+    cb_near_flags(M, c, m, lj_cb_near_r2(G, d), flag);
     flag[me] = 0;
     int h = 0;
-    for (int k = 0; k < start[nq]; k++) { /* branch-free compaction */
+    for (int k = 0; k < M; k++) { /* branch-free compaction */
         near[h] = k;
         h += flag[k];
     }
@@ -290,8 +280,7 @@ static void cb_lanes_near(const lj_cbgeom *G, int nq, const int *start, const fl
         lu[l] = lw[l] = 0.0;
     for (int i = 0; i < h; i++) {
         const int k = near[i], l = i % LJ_CB_WARP;
-        const float b[3] = {c[0][k], c[1][k], c[2][k]}, s[3] = {c[3][k], c[4][k], c[5][k]};
-        lj_cb_candidate(G, o, n, b, s, &lu[l], &lw[l]);
+        lj_cb_candidate(G, o, n, c[0][k], c[1][k], c[2][k], &lu[l], &lw[l]);
     }
 }
 
@@ -313,7 +302,7 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
     /* the candidates: members of the neighbour cells in canonical order, with their cells */
     const int nq = lj_neighbour_count(g->dim);
     int start[LJ_NEIGH_MAX + 1];
-    float sh[LJ_NEIGH_MAX][3], mq[LJ_NEIGH_MAX][3];
+    float sh[LJ_NEIGH_MAX][3];
     int64_t cq[LJ_NEIGH_MAX];
     start[0] = 0;
     int centre = -1;
@@ -326,7 +315,7 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
             centre = q;
     }
     const int M = start[nq];
-    float *buf = malloc(sizeof(float) * 6 * (size_t)(M ? M : 1));
+    float *buf = malloc(sizeof(float) * 3 * (size_t)(M ? M : 1));
     uint8_t *flag = malloc((size_t)(M ? M : 1));
     int *near = malloc(sizeof(int) * (size_t)(M ? M : 1));
     int *perm = malloc(sizeof(int) * (size_t)n);
@@ -337,16 +326,14 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
         free(perm);
         return 0;
     }
-    float *c[6];
-    for (int a = 0; a < 6; a++)
+    float *c[3]; /* the candidates in the active cell's frame: b + s, exact (lj_kernel.h) */
+    for (int a = 0; a < 3; a++)
         c[a] = buf + (size_t)a * (size_t)M;
     for (int q = 0; q < nq; q++)
         for (int j = 0; j < (int)d->count[cq[q]]; j++) {
             int k = start[q] + j;
-            for (int a = 0; a < 3; a++) {
-                c[a][k] = a < g->dim ? d->pos[carlo_cell_slot(g, cq[q], j, a)] : 0.0f;
-                c[3 + a][k] = sh[q][a];
-            }
+            for (int a = 0; a < 3; a++)
+                c[a][k] = a < g->dim ? d->pos[carlo_cell_slot(g, cq[q], j, a)] + sh[q][a] : 0.0f;
         }
     lj_cb_order(s->seed, step, (uint32_t)cell, n, perm);
     const int T = G.lanes;
@@ -357,16 +344,13 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
     for (int k = 0; k < moves; k++) {
         const int slot = perm[k % n], me = start[centre] + slot;
         float dd[3];
-        double u01 = lj_cb_trial(&G, s->seed, step, (uint32_t)cell, (uint32_t)k, dd);
+        double logu = lj_cb_trial(&G, s->seed, step, (uint32_t)cell, (uint32_t)k, dd);
         float o[3] = {c[0][me], c[1][me], c[2][me]};
         float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
         if (!lj_cb_inside(&G, nw))
             continue;
         if (T == LJ_CB_WARP) {
-            for (int q = 0; q < nq; q++)
-                lj_cb_mid(o, dd, sh[q], mq[q]);
-            cb_lanes_near(&G, nq, start, (const float *const *)c, (const float(*)[3])mq, o, nw, me,
-                          flag, near, lu, lw);
+            cb_lanes_near(&G, M, (const float *const *)c, o, dd, nw, me, flag, near, lu, lw);
         } else {
             for (int l = 0; l < T; l++)
                 lu[l] = lw[l] = 0.0;
@@ -377,7 +361,7 @@ uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64
             lane[l].w = lw[l];
         }
         lj_tree(lane, (uint32_t)T);
-        if (lj_accept(lane[0].u, s->beta, u01)) {
+        if (lj_cb_accept(lane[0].u, s->beta, logu)) {
             c[0][me] = nw[0];
             c[1][me] = nw[1];
             c[2][me] = nw[2];

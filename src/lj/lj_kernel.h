@@ -127,6 +127,36 @@ CARLO_HD double lj_exp(double x)
     return ldexp(p, (int)k);
 }
 
+/* log(u) for u in (0, 1] to about 1 ulp from +, -, *, / and frexp only (host and device
+ * agree bit for bit); -inf for u <= 0 and NaN. */
+CARLO_HD double lj_log(double u)
+{
+    if (!(u > 0.0))
+        return -HUGE_VAL;
+    int e;
+    double f = frexp(u, &e); /* u = f 2^e, f in [1/2, 1) */
+    if (f < 0.70710678118654752440) {
+        f = 2.0 * f;
+        e -= 1;
+    }
+    /* log f = 2 atanh s, |s| <= 0.1716: the series to s^23, truncation below 1e-19 relative */
+    const double s = (f - 1.0) / (f + 1.0), z = s * s;
+    double p = 1.0 / 23.0;
+    p = p * z + 1.0 / 21.0;
+    p = p * z + 1.0 / 19.0;
+    p = p * z + 1.0 / 17.0;
+    p = p * z + 1.0 / 15.0;
+    p = p * z + 1.0 / 13.0;
+    p = p * z + 1.0 / 11.0;
+    p = p * z + 1.0 / 9.0;
+    p = p * z + 1.0 / 7.0;
+    p = p * z + 1.0 / 5.0;
+    p = p * z + 1.0 / 3.0;
+    p = p * z + 1.0;
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    return (double)e * ln2_hi + ((2.0 * s) * p + (double)e * ln2_lo);
+}
+
 /* Metropolis: accept with min(1, exp(-beta dU)); NaN and +inf are rejected. */
 CARLO_HD int lj_accept(double dU, double beta, double u)
 {
@@ -267,19 +297,22 @@ CARLO_HD double lj_widom_factor(double eu, double tail, double beta)
 /* ---------- checkerboard (cells of the shared grid, core/cells_kernel.h) ----------
  *
  * Particles sit in cells at least rc wide, with float coordinates local to their cell. Every
- * coordinate along axis a is a multiple of h[a] = ulp(w[a]) (w the float cell width), and so
- * are trial displacements and cell shifts: differences of coordinates, and coordinates plus a cell
- * width, are then exact in float for every pair closer than rc, so a pair's separation does
- * not depend on which cell frame it is computed in, and a cell shift changes no energy at
- * all. Pair terms are computed in float and their differences summed in double.
+ * coordinate is a multiple of h, the grid's quantum q (a power of two with every value within
+ * two cell widths of 0 exact in float), and so are the cell widths, trial displacements and
+ * cell shifts: a neighbour cell's member at b (offset s, each component -w, 0 or w) sits at
+ * x = b + s in the active cell's frame, exactly, and differences of coordinates in one frame
+ * are exact for every pair closer than rc. A pair's separation therefore does not depend on
+ * which cell frame it is computed in, and a cell shift changes no energy at all. Pair terms
+ * are computed in float and their differences summed in double.
  *
  * The sum of one trial move (o -> n, midpoint m = o + d/2) runs over the candidates: the
  * members of the neighbour cells in canonical order (cells by lj_neighbour_count's offsets,
- * members in slot order), the moved particle left out. Two orders, by `lanes`:
- *   32       a candidate is near when it lies within rc + |d|max/2 (plus a margin) of m,
- *            computed in float in its own cell's frame (lj_cb_near): every candidate within
- *            rc of o or n is near. Near candidate number i goes to lane i % 32. A GPU warp is
- *            the 32 lanes (one warp per active cell).
+ * members in slot order) at their positions x in the active cell's frame, the moved particle
+ * left out. Two orders, by `lanes`:
+ *   32       a candidate is near when it lies within rc + |d|/2 (plus a margin) of m
+ *            (lj_cb_near, lj_cb_near_r2): every candidate within rc of o or n is near. Near
+ *            candidate number i goes to lane i % 32. A GPU warp is the 32 lanes (one warp
+ *            per active cell).
  *   64, 128  candidate k goes to lane k % lanes. A GPU block of `lanes` threads per active cell.
  * Each lane adds its candidates' differences in increasing order, and the lanes are reduced
  * by the halving tree (lj_tree); the CPU backend runs the lanes in a loop. */
@@ -313,22 +346,14 @@ typedef struct lj_cbgeom {
     float h[3];     /* the coordinate grid: every coordinate along a is a multiple of h[a] */
     float rc2, ushift;
     double dmax[3]; /* the maximum displacement in units of h[a] (delta / h[a]) */
-    float near2;    /* the squared radius of lj_cb_near */
+    float rcm;      /* rc and a margin of 1e-3 (1 + rc): lj_cb_near_r2 */
 } lj_cbgeom;
 
-/* The trial displacement's size: dmax on both sides, and the near radius that covers every
- * pair within rc of either end of a move (|d| <= sqrt(dim) (delta + h), 1e-3 of margin). */
+/* The trial displacement's size: dmax on both sides. */
 static inline void lj_cb_set_delta(lj_cbgeom *g, double delta)
 {
-    double hmax = 0.0;
-    for (int a = 0; a < 3; a++) {
+    for (int a = 0; a < 3; a++)
         g->dmax[a] = delta / (double)g->h[a];
-        if (a < g->dim && (double)g->h[a] > hmax)
-            hmax = (double)g->h[a];
-    }
-    double rc = sqrt((double)g->rc2);
-    double r = rc + 0.5 * sqrt((double)g->dim) * (delta + hmax) + 1e-3 * (1.0 + rc);
-    g->near2 = (float)(r * r);
 }
 
 /* Squared separation of two cell-local positions a and b, b in a neighbour cell offset by s
@@ -347,40 +372,53 @@ CARLO_HD float lj_cb_r2(const float a[3], const float b[3], const float s[3])
     return lj_cb_r2s(a[0], a[1], a[2], b[0], b[1], b[2], s[0], s[1], s[2]);
 }
 
-/* One candidate at b (offset s) against the old position o and the trial position n of the
- * moved particle: the exact double differences of the float pair terms. A candidate beyond
- * the cutoff from both adds 0.0 - 0.0 = +0.0, which leaves any sum unchanged (a sum started at
- * +0.0 is never -0.0: exact cancellation rounds to +0.0), so it is skipped. */
-CARLO_HD void lj_cb_candidate(const lj_cbgeom *g, const float o[3], const float n[3],
-                              const float b[3], const float s[3], double *du, double *dw)
+/* Squared separation of a and x in one frame. */
+CARLO_HD float lj_cb_r2x(const float a[3], float x, float y, float z)
 {
-    const float r2o = lj_cb_r2(o, b, s), r2n = lj_cb_r2(n, b, s);
-    if (!(r2o < g->rc2) && !(r2n < g->rc2))
-        return;
+    float dx = x - a[0], dy = y - a[1], dz = z - a[2];
+    return dx * dx + dy * dy + dz * dz;
+}
+
+/* One candidate at x (the active cell's frame) against the old position o and the trial
+ * position n of the moved particle: the exact double differences of the float pair terms,
+ * each term kept inside the cutoff only. A candidate beyond the cutoff from both adds
+ * 0.0 - 0.0 = +0.0, which leaves any sum unchanged (a sum started at +0.0 is never -0.0: exact
+ * cancellation rounds to +0.0), so every lane may add every candidate it is given (no branch). */
+CARLO_HD void lj_cb_candidate(const lj_cbgeom *g, const float o[3], const float n[3], float x,
+                              float y, float z, double *du, double *dw)
+{
+    const float r2o = lj_cb_r2x(o, x, y, z), r2n = lj_cb_r2x(n, x, y, z);
     float uo, wo, un, wn;
-    lj_pair_f(r2o, g->rc2, g->ushift, &uo, &wo);
-    lj_pair_f(r2n, g->rc2, g->ushift, &un, &wn);
-    *du = *du + ((double)un - (double)uo);
-    *dw = *dw + ((double)wn - (double)wo);
+    lj_pair_f_terms(r2o, g->ushift, &uo, &wo);
+    lj_pair_f_terms(r2n, g->ushift, &un, &wn);
+    const int ko = r2o < g->rc2, kn = r2n < g->rc2;
+    *du = *du + ((double)(kn ? un : 0.0f) - (double)(ko ? uo : 0.0f));
+    *dw = *dw + ((double)(kn ? wn : 0.0f) - (double)(ko ? wo : 0.0f));
 }
 
-/* Whether candidate b (in its own cell's frame) is near the move whose midpoint is mq in that
- * frame (mq = m - s, s the cell's offset; m = o + d / 2). */
-CARLO_HD int lj_cb_near(const lj_cbgeom *g, const float mq[3], const float b[3])
-{
-    float dx = b[0] - mq[0], dy = b[1] - mq[1], dz = b[2] - mq[2];
-    return dx * dx + dy * dy + dz * dz < g->near2;
-}
-
-/* The midpoint of a move in the frame of a neighbour cell offset by s. */
-CARLO_HD void lj_cb_mid(const float o[3], const float d[3], const float s[3], float mq[3])
+/* The midpoint of a move from o by d. */
+CARLO_HD void lj_cb_mid(const float o[3], const float d[3], float m[3])
 {
     for (int a = 0; a < 3; a++)
-        mq[a] = (o[a] + 0.5f * d[a]) - s[a];
+        m[a] = o[a] + 0.5f * d[a];
+}
+
+/* The squared near radius of a move by d: rc + |d| / 2 and the margin rcm - rc, which covers
+ * every pair within rc of either end by far more than the float rounding of lj_cb_near. */
+CARLO_HD float lj_cb_near_r2(const lj_cbgeom *g, const float d[3])
+{
+    const float r = g->rcm + 0.5f * sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    return r * r;
+}
+
+/* Whether the candidate at x is near the move with midpoint m and squared near radius r2. */
+CARLO_HD int lj_cb_near(const float m[3], float x, float y, float z, float r2)
+{
+    return lj_cb_r2x(m, x, y, z) < r2;
 }
 
 /* Trial move k of cell `cell` in sub-sweep `step`: a displacement on the grid (symmetric,
- * |d| <= delta) and a uniform in [0, 1). */
+ * |d| <= delta); returns the log of a uniform in [0, 1) (lj_cb_accept). */
 CARLO_HD double lj_cb_trial(const lj_cbgeom *g, uint64_t seed, uint64_t step, uint32_t cell,
                             uint32_t k, float d[3])
 {
@@ -388,7 +426,15 @@ CARLO_HD double lj_cb_trial(const lj_cbgeom *g, uint64_t seed, uint64_t step, ui
     for (int a = 0; a < 3; a++)
         d[a] = a < g->dim ? (float)(rint(g->dmax[a] * lj_displacement(r.v[a], 1.0)) * (double)g->h[a])
                           : 0.0f;
-    return (double)r.v[3] * (1.0 / 4294967296.0);
+    return lj_log((double)r.v[3] * (1.0 / 4294967296.0));
+}
+
+/* Metropolis for a checkerboard move, with log u drawn by lj_cb_trial: accept when
+ * log u < -beta dU, that is u < exp(-beta dU) (no exponential per move); NaN and +inf are
+ * rejected. */
+CARLO_HD int lj_cb_accept(double dU, double beta, double logu)
+{
+    return -beta * dU > logu;
 }
 
 /* Whether a trial position stays in its cell (moves that leave are rejected). */
@@ -410,7 +456,7 @@ CARLO_HD void lj_cb_order(uint64_t seed, uint64_t step, uint32_t cell, int n, in
         if ((k & 3) == 0)
             r = carlo_rng(seed, LJ_PURPOSE_CB_ORDER, step, cell, (uint32_t)(k >> 2));
         uint32_t j;
-        if (carlo_below_try(r.v[k & 3], (uint32_t)(i + 1), &j))
+        if (carlo_below_try(carlo_u32x4_at(r, k & 3), (uint32_t)(i + 1), &j))
             j = carlo_below(seed, LJ_PURPOSE_CB_ORDER, step, cell, 0x10000u + (uint32_t)k,
                             (uint32_t)(i + 1));
         int t = perm[i];

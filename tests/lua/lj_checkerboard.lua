@@ -1,7 +1,7 @@
 -- lua/lj/checkerboard-*: the checkerboard mode. Its running energy equals a recomputation after
 -- 10^5 trial moves; it samples the same U and P as the decomposition mode (the serial chain)
 -- within combined error bars at rho = 0.776, T = 0.85, N = 500 (3D, both orders of a move's sum)
--- and at rho = 0.3, T = 2 in 2D; its arguments are checked.
+-- and at rho = 0.3, T = 2 in 2D (replicas); its arguments are checked.
 local carlo = require "carlo"
 local check = require "check"
 
@@ -60,11 +60,27 @@ check.agree("lua/lj/checkerboard-near-vs-decomposition-P", cw.P.mean, cw.P.err, 
 check.ok("lua/lj/checkerboard-vs-decomposition-resolved", d.U.plateau and cb.U.plateau and
   cb.U.err < 0.01 and d.U.err < 0.01, ("errors %g, %g"):format(d.U.err, cb.U.err))
 
--- 2D: a dilute supercritical state whose energy decorrelates within the run (at rho = 0.5,
--- T = 1 the spread of independent 4000-sweep runs is three times their blocking errors: a
--- density mode slower than the run, which no error analysis of one run can see)
-local d2 = measure({ N = 400, rho = 0.3, T = 2.0, dim = 2, init = "random", seed = 4 }, 500, 6000)
-local c2 = measure({ N = 400, rho = 0.3, T = 2.0, dim = 2, init = "random", seed = 5, mode = "checkerboard" },
-  500, 6000)
+-- 2D: a dilute supercritical state, each mode as six independent replicas whose spread gives the
+-- error (at rho = 0.3, T = 2 the spread of independent runs is about twice their blocking
+-- errors: a density mode slower than a run, which no error analysis of one run can see)
+local function replicas(opts, seed0)
+  local U, P = {}, {}
+  for r = 1, 6 do
+    opts.seed = seed0 + r
+    local m = measure(opts, 300, 1200)
+    U[r], P[r] = m.U.mean, m.P.mean
+  end
+  local function stat(x)
+    local mean, var = 0, 0
+    for _, v in ipairs(x) do mean = mean + v / #x end
+    for _, v in ipairs(x) do var = var + (v - mean) ^ 2 / (#x - 1) end
+    return mean, math.sqrt(var / #x)
+  end
+  local um, ue = stat(U)
+  local pm, pe = stat(P)
+  return { U = { mean = um, err = ue }, P = { mean = pm, err = pe } }
+end
+local d2 = replicas({ N = 400, rho = 0.3, T = 2.0, dim = 2, init = "random" }, 100)
+local c2 = replicas({ N = 400, rho = 0.3, T = 2.0, dim = 2, init = "random", mode = "checkerboard" }, 200)
 check.agree("lua/lj/checkerboard-vs-decomposition-2d-U", c2.U.mean, c2.U.err, d2.U.mean, d2.U.err, 3)
 check.agree("lua/lj/checkerboard-vs-decomposition-2d-P", c2.P.mean, c2.P.err, d2.P.mean, d2.P.err, 3)

@@ -50,6 +50,29 @@ static void test_exp(void)
           "Metropolis rule");
 }
 
+/* The log of the checkerboard's acceptance against libm over (0, 1], with its edges, and the
+ * rule it serves: log u < -beta dU. */
+static void test_log(void)
+{
+    double worst = 0;
+    for (int k = 1; k <= 200000; k++) {
+        double u = ldexp(1.0 + 0.999 * fabs(sin(1.7 * k)), -(k % 33)) * 0.5; /* (2^-33, 1) */
+        double a = lj_log(u), b = log(u);
+        double rel = fabs(a - b) / fabs(b);
+        worst = rel > worst ? rel : worst;
+    }
+    CHECK("unit/lj/log-accuracy", worst < 5e-16, "worst relative error %g", worst);
+    CHECK("unit/lj/log-edges", lj_log(1.0) == 0.0 && lj_log(0.0) == -HUGE_VAL && lj_log(NAN) == -HUGE_VAL &&
+                                   lj_log(0.5) == -0x1.62e42fefa39efp-1,
+          "log(1) = %g, log(0) = %g, log(1/2) = %.17g", lj_log(1.0), lj_log(0.0), lj_log(0.5));
+    CHECK("unit/lj/checkerboard-accept-rules",
+          lj_cb_accept(-1.0, 1.0, lj_log(0.999)) && lj_cb_accept(0.0, 1.0, lj_log(0.999)) &&
+              lj_cb_accept(5.0, 1.0, lj_log(0.0)) && !lj_cb_accept(INFINITY, 1.0, lj_log(0.0)) &&
+              !lj_cb_accept(NAN, 1.0, lj_log(0.0)) && lj_cb_accept(1.0, 1.0, lj_log(0.3678)) &&
+              !lj_cb_accept(1.0, 1.0, lj_log(0.3679)),
+          "Metropolis rule with log u");
+}
+
 /* Tail corrections against a numerical integral of the potential beyond rc. */
 static void test_tails(void)
 {
@@ -349,7 +372,8 @@ static void test_cb_invariants(int dim, uint32_t N, double rho, const char *name
 
 /* The near filter of a move's sum (lj_kernel.h) keeps every candidate within rc of either end
  * of the move: every particle of a melted system moved by drawn trial displacements and by the
- * corners of the largest one, at the largest delta the cells allow. */
+ * corners of the largest one, at the largest delta the cells allow; and the positions in the
+ * active cell's frame give the separations of the cells' own frames, bit for bit. */
 static void test_cb_near(int dim, uint32_t N, double rho, const char *name)
 {
     lj_system *s = make_cb(N, dim, rho, 1.0, 5);
@@ -362,7 +386,7 @@ static void test_cb_near(int dim, uint32_t N, double rho, const char *name)
     carlo_cell_data d;
     lj_cb_cells_alloc(s, &d);
     s->be->cb_download(s, &d, NULL, NULL);
-    long hits = 0, missed = 0, near = 0;
+    long hits = 0, missed = 0, near = 0, differ = 0;
     const int nq = lj_neighbour_count(dim);
     for (int64_t c = 0; c < g->ncells; c++) {
         int xyz[3];
@@ -379,20 +403,27 @@ static void test_cb_near(int dim, uint32_t N, double rho, const char *name)
                     for (int a = 0; a < dim; a++)
                         dd[a] = (float)(rint(G.dmax[a]) * (double)G.h[a]) * ((t >> a & 1) ? 1.0f : -1.0f);
                 }
-                float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
+                float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]}, m[3];
+                if (!lj_cb_inside(&G, nw))
+                    continue; /* rejected before its sum */
+                lj_cb_mid(o, dd, m);
+                const float r2 = lj_cb_near_r2(&G, dd);
                 for (int q = 0; q < nq; q++) {
                     int off[3] = {q % 3 - 1, (q / 3) % 3 - 1, dim == 3 ? q / 9 - 1 : 0};
-                    float sh[3], mq[3];
+                    float sh[3];
                     int64_t cq = carlo_cell_neighbor(g, xyz, off, sh);
-                    lj_cb_mid(o, dd, sh, mq);
                     for (int j = 0; j < (int)d.count[cq]; j++) {
                         if (cq == c && j == i)
                             continue;
-                        float b[3] = {0, 0, 0};
+                        float b[3] = {0, 0, 0}, x[3];
                         for (int a = 0; a < dim; a++)
                             b[a] = d.pos[carlo_cell_slot(g, cq, j, a)];
-                        int hit = lj_cb_r2(o, b, sh) < G.rc2 || lj_cb_r2(nw, b, sh) < G.rc2;
-                        int n = lj_cb_near(&G, mq, b);
+                        for (int a = 0; a < 3; a++)
+                            x[a] = b[a] + sh[a];
+                        float ro = lj_cb_r2(o, b, sh), rn = lj_cb_r2(nw, b, sh);
+                        differ += ro != lj_cb_r2x(o, x[0], x[1], x[2]) || rn != lj_cb_r2x(nw, x[0], x[1], x[2]);
+                        int hit = ro < G.rc2 || rn < G.rc2;
+                        int n = lj_cb_near(m, x[0], x[1], x[2], r2);
                         hits += hit;
                         near += n;
                         missed += hit && !n;
@@ -401,9 +432,10 @@ static void test_cb_near(int dim, uint32_t N, double rho, const char *name)
             }
         }
     }
-    printf("# %s: %ld pairs within rc of a move's ends, %ld near, %ld missed\n", name, hits, near, missed);
-    CHECK(name, hits > 1000 && missed == 0 && near < 2 * hits, "%ld of %ld missed, %ld near", missed,
-          hits, near);
+    printf("# %s: %ld pairs within rc of a move's ends, %ld near, %ld missed, %ld separations differ\n",
+           name, hits, near, missed, differ);
+    CHECK(name, hits > 1000 && missed == 0 && near < 2 * hits && differ == 0,
+          "%ld of %ld missed, %ld near, %ld differ", missed, hits, near, differ);
     carlo_cell_data_free(&d);
     lj_destroy(s);
 }
@@ -520,6 +552,7 @@ static void test_frame(void)
 int main(void)
 {
     test_exp();
+    test_log();
     test_tails();
     test_fresh();
     test_serial(3, LJ_SUM_ALL, 300, 0.8, "unit/lj/serial-reference-all-3d");
