@@ -983,13 +983,22 @@ __host__ __device__ inline size_t cbw_bytes(int cap, int nmax)
     return (b + 15) & ~(size_t)15;
 }
 
+/* Where member j of cell `cell` keeps its x coordinate, y and z cb_plane floats apart: the
+ * slots of carlo_cell_slot with one wide multiply (ncells < 2^32). */
+__device__ __forceinline__ const float *cb_member(const cbp &p, int64_t cell, int j)
+{
+    return p.cells.pos + ((size_t)(uint32_t)j * (uint32_t)p.grid.ncells + (uint32_t)cell);
+}
+
+__device__ __forceinline__ size_t cb_plane(const cbp &p) { return (size_t)p.grid.nmax * (size_t)p.grid.ncells; }
+
 /* Member j of cell `cell`, a neighbour offset by s, in the active cell's frame (b + s, exact:
- * lj_kernel.h). The slots of carlo_cell_slot, with one wide multiply (ncells < 2^32). */
+ * lj_kernel.h). */
 __device__ __forceinline__ float3 cb_load(const cbp &p, int64_t cell, int j, float4 s)
 {
     const carlo_cell_grid &g = p.grid;
-    const size_t plane = (size_t)g.nmax * (size_t)g.ncells;
-    const float *b = p.cells.pos + ((size_t)(uint32_t)j * (uint32_t)g.ncells + (uint32_t)cell);
+    const size_t plane = cb_plane(p);
+    const float *b = cb_member(p, cell, j);
     float3 e;
     e.x = b[0] + s.x;
     e.y = b[plane] + s.y;
@@ -1038,18 +1047,42 @@ __device__ __forceinline__ int cb_table(const cbp &p, const int xyz[3], int lane
 }
 
 /* Candidates k = from, from + stride, ... below `staged`, in the active cell's frame, into the
- * arrays x, y, z (element k at x[k * step]). */
+ * arrays x, y, z (element k at x[k * step]); U of them per thread at a time, their loads issued
+ * before their stores (the global loads' latency paid once per U). */
+template <int U>
 __device__ __forceinline__ void cb_stage(const cbp &p, const int *cq, const int *off, const float4 *sh,
                                          float *x, float *y, float *z, int step, int staged, int from,
                                          int stride)
 {
+    const carlo_cell_grid &g = p.grid;
+    const size_t plane = cb_plane(p);
     int q = 0;
-    for (int k = from; k < staged; k += stride) {
-        q = cell_of(off, q, k);
-        const float3 e = cb_load(p, cq[q], k - off[q], sh[q]);
-        x[k * step] = e.x;
-        y[k * step] = e.y;
-        z[k * step] = e.z;
+    for (int k0 = from; k0 < staged; k0 += U * stride) {
+        float b[U][3];
+        int qs[U];
+#pragma unroll
+        for (int r = 0; r < U; r++) {
+            const int k = k0 + r * stride;
+            qs[r] = -1;
+            if (k < staged) {
+                q = cell_of(off, q, k);
+                qs[r] = q;
+                const float *e = cb_member(p, cq[q], k - off[q]);
+                b[r][0] = e[0];
+                b[r][1] = e[plane];
+                b[r][2] = g.dim == 3 ? e[2 * plane] : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < U; r++) {
+            const int k = k0 + r * stride;
+            if (qs[r] >= 0) {
+                const float4 s = sh[qs[r]];
+                x[k * step] = b[r][0] + s.x;
+                y[k * step] = b[r][1] + s.y;
+                z[k * step] = b[r][2] + s.z;
+            }
+        }
     }
 }
 
@@ -1164,11 +1197,19 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
         H.qcap = __popc(fit);
     __syncwarp();
     const int Ms = M < p.cap ? M : p.cap; /* staged */
-    cb_stage(p, H.cq, H.off, H.sh, S.x, S.y, S.z, 1, Ms, lane, 32);
+    cb_stage<4>(p, H.cq, H.off, H.sh, S.x, S.y, S.z, 1, Ms, lane, 32);
     for (int k = Ms + lane; k < cb_padded(Ms); k += 32) /* the padding: far from every cell */
         S.x[k] = S.y[k] = S.z[k] = 1.0e6f;
-    if (lane == 0)
+    if (n <= LJ_CB_KEYED) { /* lj_cb_order by the lanes: one key each, its place by counting */
+        const uint32_t key = lane < n ? lj_cb_order_key(p.seed, step, (uint32_t)c, lane) : 0u;
+        int place = 0;
+        for (int j = 0; j < n; j++)
+            place += lj_cb_before(__shfl_sync(FULL, key, j), j, key, lane);
+        if (lane < n)
+            perm[place] = lane;
+    } else if (lane == 0) {
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
+    }
     __syncwarp();
     const unsigned below = (1u << lane) - 1u;
     const int centre = g.dim == 3 ? 13 : 4;
@@ -1317,7 +1358,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         cb_table(p, xyz, t, cq, sh, off);
     __syncthreads();
     const int M = off[nq];
-    cb_stage(p, cq, off, sh, &cand[0].x, &cand[0].y, &cand[0].z, 4, M, t, T);
+    cb_stage<1>(p, cq, off, sh, &cand[0].x, &cand[0].y, &cand[0].z, 4, M, t, T);
     if (t == 0)
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
     __syncthreads();

@@ -446,9 +446,37 @@ CARLO_HD int lj_cb_inside(const lj_cbgeom *g, const float n[3])
     return in;
 }
 
-/* The visiting order of the n particles of a cell in one sub-sweep: Fisher-Yates. */
+/* The visiting order of the n particles of a cell in one sub-sweep. Up to LJ_CB_KEYED of them
+ * (a warp's lanes): particle i draws a key (word i & 3 of draw i >> 2) and goes to place
+ * lj_cb_rank, the number of particles with a smaller key or an equal key and a smaller index:
+ * a uniform random order, one key per lane on the GPU. More: Fisher-Yates. */
+#define LJ_CB_KEYED 32
+
+CARLO_HD uint32_t lj_cb_order_key(uint64_t seed, uint64_t step, uint32_t cell, int i)
+{
+    return carlo_u32x4_at(carlo_rng(seed, LJ_PURPOSE_CB_ORDER, step, cell, (uint32_t)(i >> 2)), i & 3);
+}
+
+/* Whether particle j (key kj) goes before particle i (key ki). */
+CARLO_HD int lj_cb_before(uint32_t kj, int j, uint32_t ki, int i)
+{
+    return kj < ki || (kj == ki && j < i);
+}
+
 CARLO_HD void lj_cb_order(uint64_t seed, uint64_t step, uint32_t cell, int n, int *perm)
 {
+    if (n <= LJ_CB_KEYED) {
+        uint32_t key[LJ_CB_KEYED];
+        for (int i = 0; i < n; i++)
+            key[i] = lj_cb_order_key(seed, step, cell, i);
+        for (int i = 0; i < n; i++) {
+            int place = 0;
+            for (int j = 0; j < n; j++)
+                place += lj_cb_before(key[j], j, key[i], i);
+            perm[place] = i;
+        }
+        return;
+    }
     for (int i = 0; i < n; i++)
         perm[i] = i;
     carlo_u32x4 r = {{0, 0, 0, 0}};

@@ -73,6 +73,55 @@ static void test_log(void)
           "Metropolis rule with log u");
 }
 
+/* The checkerboard's visiting order: a permutation for every n (keys up to 32, Fisher-Yates
+ * above), and uniform: the 24 orders of 4 particles, and the place of particle 0 among 20 and
+ * among 40, over many cells, within 5 sigma of their expected counts. */
+static void test_cb_order(void)
+{
+    int ok = 1;
+    for (int n = 1; n <= 70 && ok; n++)
+        for (uint32_t c = 0; c < 50 && ok; c++) {
+            int perm[70], seen[70] = {0};
+            lj_cb_order(7, 3, c, n, perm);
+            for (int i = 0; i < n; i++)
+                ok = ok && perm[i] >= 0 && perm[i] < n && !seen[perm[i]]++;
+        }
+    CHECK("unit/lj/checkerboard-order-permutation", ok, "not a permutation");
+    const int T = 240000;
+    long count4[256] = {0}, at20[20] = {0}, at40[40] = {0};
+    for (int t = 0; t < T; t++) {
+        int perm[40], code = 0;
+        lj_cb_order(11, (uint64_t)t, 5, 4, perm);
+        for (int i = 0; i < 4; i++)
+            code = code * 4 + perm[i];
+        count4[code]++;
+        lj_cb_order(12, (uint64_t)t, 5, 20, perm);
+        for (int i = 0; i < 20; i++)
+            at20[i] += perm[i] == 0;
+        lj_cb_order(13, (uint64_t)t, 5, 40, perm);
+        for (int i = 0; i < 40; i++)
+            at40[i] += perm[i] == 0;
+    }
+    double worst = 0;
+    int orders = 0;
+    for (int k = 0; k < 256; k++)
+        if (count4[k]) {
+            orders++;
+            double e = T / 24.0, z = fabs(count4[k] - e) / sqrt(e * (1 - 1 / 24.0));
+            worst = z > worst ? z : worst;
+        }
+    for (int i = 0; i < 20; i++) {
+        double e = T / 20.0, z = fabs(at20[i] - e) / sqrt(e * (1 - 1 / 20.0));
+        worst = z > worst ? z : worst;
+    }
+    for (int i = 0; i < 40; i++) {
+        double e = T / 40.0, z = fabs(at40[i] - e) / sqrt(e * (1 - 1 / 40.0));
+        worst = z > worst ? z : worst;
+    }
+    CHECK("unit/lj/checkerboard-order-uniform", orders == 24 && worst < 5.0, "%d orders of 4, worst %.2f sigma",
+          orders, worst);
+}
+
 /* Tail corrections against a numerical integral of the potential beyond rc. */
 static void test_tails(void)
 {
@@ -553,6 +602,7 @@ int main(void)
 {
     test_exp();
     test_log();
+    test_cb_order();
     test_tails();
     test_fresh();
     test_serial(3, LJ_SUM_ALL, 300, 0.8, "unit/lj/serial-reference-all-3d");
