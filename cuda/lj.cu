@@ -61,7 +61,8 @@ struct dev_state {
                                     (checkerboard: a cell shift overfilled a cell) */
     unsigned int blocks_done;    /* the launch variant's last-block ticket */
     unsigned long long fail_sweep; /* checkerboard: the sweep whose shift overfilled */
-    unsigned int cb_next[8];       /* checkerboard: the next active cell of each sub-sweep */
+    unsigned int cb_next[8];       /* checkerboard: the next active cell of each sub-sweep (the
+                                      one-launch sweep counts its cells in cb_next[0]) */
 };
 
 /* What every kernel needs, passed by value. */
@@ -98,6 +99,8 @@ struct gpu_impl {
     /* checkerboard: the cells (and the shift's second buffer) and the per-cell sums */
     carlo_cell_data cur, tmp;
     double *acc_u, *acc_w;
+    uint32_t *cb_done;  /* per cell: the stamp of the last sweep that updated it (cb_sweep) */
+    uint32_t cb_stamp;  /* the last sweep's stamp (never 0) */
     size_t smem_optin; /* shared memory a block may have (opt-in limit) */
 };
 
@@ -660,6 +663,7 @@ void gpu_destroy(lj_system *s)
     cudaFree(g->tmp.count);
     cudaFree(g->acc_u);
     cudaFree(g->acc_w);
+    cudaFree(g->cb_done);
     free(g);
     s->impl = NULL;
 }
@@ -949,6 +953,11 @@ struct cbp {
     double beta;
     int passes;
     int cap; /* candidates staged per warp */
+    /* the one-launch sweep (cb_sweep): the sets in their order, each set's place in it, and
+     * the stamp each cell gets in done when its update is written */
+    int order[8], place[8];
+    uint32_t *done;
+    uint32_t stamp;
 };
 
 /* A warp's tables in shared memory; its staged candidates, near queue and visiting order
@@ -999,7 +1008,7 @@ __device__ __forceinline__ float3 cb_load(const cbp &p, int64_t cell, int j, flo
     const carlo_cell_grid &g = p.grid;
     const size_t plane = cb_plane(p);
     const float *b = cb_member(p, cell, j);
-    float3 e;
+    float3 e; /* plain loads: cb_wait_neighbours' acquire orders them after the cell's update */
     e.x = b[0] + s.x;
     e.y = b[plane] + s.y;
     e.z = g.dim == 3 ? b[2 * plane] + s.z : 0.0f;
@@ -1168,19 +1177,61 @@ __device__ __forceinline__ void cb_store(const cbp &p, int64_t c, const float *x
     }
 }
 
-/* Active cell t of set `set`, sub-sweep `step`, by one warp: the cell's particles moved in
- * lj_cb_order's order, each move's near candidates found by a vote over the neighbourhood and
- * their terms summed on the 32 lanes of lj_kernel.h. */
-__device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long long step, int64_t t,
-                                        int lane, char *base)
+/* The end of cell c's update in a sweep: its stamp, released after the writes of every lane
+ * (the warp barrier orders them before lane 0's release). */
+__device__ __forceinline__ void cb_mark_done(const cbp &p, int64_t c, int lane)
+{
+    __syncwarp();
+    if (lane == 0)
+        asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.done + c), "r"(p.stamp) : "memory");
+}
+
+/* Lane q < nq waits until neighbour q of cell xyz (index nb) has its update of this sweep
+ * written, when its set comes before place `place` in the sweep (the sets after it wait for
+ * this cell in turn): every neighbour is then as the sub-sweeps one after the other leave it.
+ * The relaxed load that sees the stamp and the acquire fence after it pair with cb_mark_done's
+ * release, and the warp barrier passes that on to every lane, so the plain loads of the
+ * staging that follow see the neighbour's new positions (the memory model's guarantee; the
+ * fence invalidates the SM's L1, once per cell). Neighbours of later sets are not written
+ * before this cell's stamp, and kernel boundaries end every sweep. */
+__device__ __forceinline__ void cb_wait_neighbours(const cbp &p, const int xyz[3], int place, int lane,
+                                                   int64_t nb)
+{
+    if (lane < lj_neighbour_count(p.grid.dim)) {
+        const int nxyz[3] = {xyz[0] + lane % 3 - 1, xyz[1] + (lane / 3) % 3 - 1,
+                             p.grid.dim == 3 ? xyz[2] + lane / 9 - 1 : 0}; /* the parities: m is even */
+        if (p.place[carlo_cell_set_of(nxyz)] < place) {
+            uint32_t v;
+            for (;;) {
+                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p.done + nb) : "memory");
+                if (v == p.stamp)
+                    break;
+                __nanosleep(64);
+            }
+        }
+    }
+    if (place > 0)
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    __syncwarp();
+}
+
+/* Active cell t of set `set` (place `place` in the sweep, or -1 in a launch of its own),
+ * sub-sweep `step`, by one warp: the cell's particles moved in lj_cb_order's order, each
+ * move's near candidates found by a vote over the neighbourhood and their terms summed on the
+ * 32 lanes of lj_kernel.h. */
+__device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsigned long long step,
+                                        int64_t t, int lane, char *base)
 {
     const carlo_cell_grid &g = p.grid;
     int xyz[3];
     carlo_cell_active(&g, set, t, xyz);
     const int64_t c = carlo_cell_index(&g, xyz[0], xyz[1], xyz[2]);
     const int n = (int)p.cells.count[c];
-    if (n == 0)
+    if (n == 0) {
+        if (place >= 0)
+            cb_mark_done(p, c, lane);
         return;
+    }
     cbw_head &H = *reinterpret_cast<cbw_head *>(base);
     const int P = cb_padded(p.cap);
     uint16_t *nearq = reinterpret_cast<uint16_t *>(base + sizeof(cbw_head));
@@ -1191,6 +1242,8 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
     int *perm = reinterpret_cast<int *>(S.z + P);
     const int nq = lj_neighbour_count(g.dim);
     const int v = cb_table(p, xyz, lane, H.cq, H.sh, H.off);
+    if (place >= 0)
+        cb_wait_neighbours(p, xyz, place, lane, lane < nq ? H.cq[lane] : 0);
     const int M = __shfl_sync(FULL, v, nq - 1);
     const unsigned fit = __ballot_sync(FULL, lane < nq && v <= p.cap);
     if (lane == 0)
@@ -1297,6 +1350,8 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, unsigned long lon
     const int ns = cbase >= p.cap ? 0 : (n < p.cap - cbase ? n : p.cap - cbase);
     const int from = cbase < p.cap ? cbase : 0;
     cb_store(p, c, S.x + from, S.y + from, S.z + from, 1, ns, lane, 32, lane == 0, cell_du, cell_dw, nacc);
+    if (place >= 0)
+        cb_mark_done(p, c, lane);
     __syncwarp(); /* the tables are the next cell's */
 }
 
@@ -1409,26 +1464,29 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
     cb_store(p, c, &cand[base].x, &cand[base].y, &cand[base].z, 4, n, t, T, t == 0, cell_du, cell_dw, nacc);
 }
 
-/* Sub-sweep `step` over set `set`, its position in the sweep `pos`: each warp takes the next
- * active cell from a counter until none is left (cells differ in work; the counters are
- * reset by cb_shift). */
-__global__ void __launch_bounds__(CB_WARPS * 32, 6) cb_subsweep(cbp p, int set, int pos,
-                                                               unsigned long long step)
+/* A whole sweep, sweep number `sweep`, in one launch: the warps take the cells of all its
+ * sub-sweeps, set after set in p.order, from one counter (cb_next[0], reset by cb_shift), and a
+ * cell waits only for its neighbours in the sets before its own (cb_wait_neighbours), not for
+ * the whole sub-sweep before: the same updates as sub-sweeps launched one after the other, with
+ * no idle SMs at their ends. A cell's neighbours were taken before it by running warps, which
+ * wait only on cells taken earlier still: no deadlock, resident or not. */
+__global__ void __launch_bounds__(CB_WARPS * 32, 6) cb_sweep(cbp p, unsigned long long sweep)
 {
     extern __shared__ float4 cb_smem[];
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
     if (p.st->status)
         return;
     char *base = reinterpret_cast<char *>(cb_smem) + (size_t)wid * cbw_bytes(p.cap, p.grid.nmax);
-    const int64_t S = carlo_cell_set_size(&p.grid);
+    const int64_t S = carlo_cell_set_size(&p.grid), all = S << p.grid.dim;
     for (;;) {
-        unsigned t = 0;
+        unsigned long long w = 0;
         if (lane == 0)
-            t = atomicAdd(&p.st->cb_next[pos], 1u);
-        t = __shfl_sync(FULL, t, 0);
-        if ((int64_t)t >= S)
+            w = atomicAdd(&p.st->cb_next[0], 1u);
+        w = __shfl_sync(FULL, w, 0);
+        if ((int64_t)w >= all)
             return;
-        cb_cell(p, set, step, (int64_t)t, lane, base);
+        const int place = (int)((int64_t)w / S);
+        cb_cell(p, p.order[place], place, sweep * 8 + (unsigned long long)place, (int64_t)w % S, lane, base);
     }
 }
 
@@ -1540,7 +1598,9 @@ int gpu_cb_upload(lj_system *s, const carlo_cell_data *cells, const double *acc_
     cb_free(&g->tmp);
     cudaFree(g->acc_u);
     cudaFree(g->acc_w);
+    cudaFree(g->cb_done);
     g->acc_u = g->acc_w = NULL;
+    g->cb_done = NULL; /* allocated for the grid at the next sweep */
     size_t nc = (size_t)grid->ncells;
     if (cb_alloc(grid, &g->cur) || cb_alloc(grid, &g->tmp))
         return -1;
@@ -1650,16 +1710,21 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
     if (warp) { /* as many blocks as fit at once: the warps take the cells from a counter */
         p.cap = cb_cap(s);
         smem = CB_WARPS * cbw_bytes(p.cap, grid->nmax);
-        CK(cudaFuncSetAttribute(cb_subsweep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        CK(cudaFuncSetAttribute(cb_subsweep, cudaFuncAttributePreferredSharedMemoryCarveout,
+        CK(cudaFuncSetAttribute(cb_sweep, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CK(cudaFuncSetAttribute(cb_sweep, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 cudaSharedmemCarveoutMaxShared));
         int per_sm = 0, sms = 0, dev = 0;
         CK(cudaGetDevice(&dev));
         CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cb_subsweep, CB_WARPS * 32, smem));
-        const int64_t need = (carlo_cell_set_size(grid) + CB_WARPS - 1) / CB_WARPS;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cb_sweep, CB_WARPS * 32, smem));
+        const int64_t need = (grid->ncells + CB_WARPS - 1) / CB_WARPS;
         const int64_t room = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
         blocks = (unsigned)(need < room ? need : room);
+        if (!g->cb_done) {
+            CK_MALLOC(&g->cb_done, (size_t)grid->ncells * sizeof(uint32_t), "cell stamps");
+            CK(cudaMemset(g->cb_done, 0, (size_t)grid->ncells * sizeof(uint32_t)));
+        }
+        p.done = g->cb_done;
     } else { /* one block per active cell */
         smem = cb_block_smem(s);
         if (smem > 200 * 1024)
@@ -1672,13 +1737,19 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
         int order[8];
         carlo_cells_set_order(grid->dim, s->seed, LJ_PURPOSE_CB_SETS, sweep, order);
         p.cells = g->cur;
-        for (int q = 0; q < (1 << grid->dim); q++) {
+        if (warp) { /* the whole sweep in one launch */
+            for (int q = 0; q < (1 << grid->dim); q++) {
+                p.order[q] = order[q];
+                p.place[order[q]] = q;
+            }
+            p.stamp = ++g->cb_stamp ? g->cb_stamp : ++g->cb_stamp; /* never 0, the stamps' start */
+            cb_sweep<<<blocks, CB_WARPS * 32, smem>>>(p, (unsigned long long)sweep);
+            CK(cudaGetLastError());
+        }
+        for (int q = 0; !warp && q < (1 << grid->dim); q++) {
             unsigned long long step = sweep * 8 + (unsigned long long)q;
             int rc = 0;
-            if (warp) {
-                cb_subsweep<<<blocks, CB_WARPS * 32, smem>>>(p, order[q], q, step);
-                CK(cudaGetLastError());
-            } else if (p.geom.lanes == 64) {
+            if (p.geom.lanes == 64) {
                 rc = launch_block<64>(p, order[q], step, smem, blocks);
             } else {
                 rc = launch_block<128>(p, order[q], step, smem, blocks);

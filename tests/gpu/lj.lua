@@ -131,6 +131,11 @@ sweeps_chain("gpu/lj/checkerboard-chain-2d", { N = 3000, rho = 0.7, T = 0.6, dim
 sweeps_chain("gpu/lj/checkerboard-chain-shifted-passes", { N = 3000, rho = 0.6, T = 1.0, shift = true,
   passes = 2 }, 20)
 local cbc, cbg = sweeps_chain("gpu/lj/checkerboard-chain-large", { N = 65536, rho = 0.8, T = 1.0 }, 5)
+-- one warp per cell over thousands of cells at once, each waiting for its neighbours of the
+-- sets before its own within the one launch of a sweep (2D too)
+sweeps_chain("gpu/lj/checkerboard-chain-warp-large", { N = 262144, rho = 0.8, T = 1.0, lanes = 32 }, 4)
+sweeps_chain("gpu/lj/checkerboard-chain-warp-large-2d", { N = 131072, rho = 0.7, T = 1.0, dim = 2,
+  lanes = 32 }, 6)
 local r, rc = cbg:recompute(), cbc:recompute()
 check.ok("gpu/lj/energy-drift-checkerboard", r.drift <= 1e-9, ("drift %g"):format(r.drift))
 check.ok("gpu/lj/checkerboard-recompute", r.U_fresh == rc.U_fresh and r.W_fresh == rc.W_fresh,
