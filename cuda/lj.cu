@@ -1492,8 +1492,10 @@ __global__ void __launch_bounds__(CB_WARPS * 32, 6) cb_sweep(cbp p, unsigned lon
 
 /* The cell shift: one thread per cell of the new grid (core/cells_kernel.h, Algorithm 4); the
  * dimension a literal constant (the grid's cells carry one word per particle: lj_cb.c). STAGED:
- * each cell built in shared memory and written slot by slot (cells.h; cb_shift_smem bytes for
- * CB_SHIFT_THREADS threads), else in place (cells too large for the scratch). */
+ * each cell built in shared memory and written slot by slot, only the slots below the larger
+ * of the old and the new count (tidy: the storage comes from carlo_cells_dev_alloc, slots past
+ * every count marked empty, and stays so; cells.h; cb_shift_smem bytes for CB_SHIFT_THREADS
+ * threads), else in place (cells too large for the scratch). */
 #define CB_SHIFT_THREADS 64
 
 size_t cb_shift_smem(const carlo_cell_grid *g)
@@ -1514,7 +1516,7 @@ __global__ void __launch_bounds__(CB_SHIFT_THREADS) cb_shift(carlo_cell_grid g, 
         return;
     int got;
     if (STAGED) {
-        got = carlo_cell_shift_staged(g, src, dst, sh, c, cb_scratch, DIM, 1, g.nmax, 0);
+        got = carlo_cell_shift_staged(g, src, dst, sh, c, cb_scratch, DIM, 1, g.nmax, 1);
     } else {
         int xyz[3];
         carlo_cell_coords(&g, c, xyz);
@@ -1563,23 +1565,6 @@ __global__ void cb_grow_copy(carlo_cell_grid og, carlo_cell_data src, carlo_cell
     dst.count[c] = src.count[c];
 }
 
-int cb_alloc(const carlo_cell_grid *grid, carlo_cell_data *d)
-{
-    memset(d, 0, sizeof *d);
-    CK_MALLOC(&d->pos, carlo_cells_pos_len(grid) * sizeof(float), "cell positions");
-    CK_MALLOC(&d->aux, carlo_cells_aux_len(grid) * sizeof(uint32_t), "cell words");
-    CK_MALLOC(&d->count, (size_t)grid->ncells * sizeof(uint32_t), "cell counts");
-    return 0;
-}
-
-void cb_free(carlo_cell_data *d)
-{
-    cudaFree(d->pos);
-    cudaFree(d->aux);
-    cudaFree(d->count);
-    memset(d, 0, sizeof *d);
-}
-
 int cb_copy(const carlo_cell_grid *grid, const carlo_cell_data *from, const carlo_cell_data *to,
             cudaMemcpyKind kind)
 {
@@ -1594,15 +1579,15 @@ int gpu_cb_upload(lj_system *s, const carlo_cell_data *cells, const double *acc_
 {
     gpu_impl *g = impl(s);
     const carlo_cell_grid *grid = &s->cb.grid;
-    cb_free(&g->cur);
-    cb_free(&g->tmp);
+    carlo_cells_dev_free(&g->cur);
+    carlo_cells_dev_free(&g->tmp);
     cudaFree(g->acc_u);
     cudaFree(g->acc_w);
     cudaFree(g->cb_done);
     g->acc_u = g->acc_w = NULL;
     g->cb_done = NULL; /* allocated for the grid at the next sweep */
     size_t nc = (size_t)grid->ncells;
-    if (cb_alloc(grid, &g->cur) || cb_alloc(grid, &g->tmp))
+    if (carlo_cells_dev_alloc(grid, &g->cur) || carlo_cells_dev_alloc(grid, &g->tmp))
         return -1;
     CK_MALLOC(&g->acc_u, nc * sizeof(double), "per-cell sums");
     CK_MALLOC(&g->acc_w, nc * sizeof(double), "per-cell sums");
@@ -1638,10 +1623,10 @@ int gpu_cb_grow(lj_system *s)
     carlo_cell_grid ng = *grid;
     ng.nmax = nmax;
     carlo_cell_data cur, tmp;
-    if (cb_alloc(&ng, &cur))
+    if (carlo_cells_dev_alloc(&ng, &cur))
         return -1;
-    if (cb_alloc(&ng, &tmp)) {
-        cb_free(&cur);
+    if (carlo_cells_dev_alloc(&ng, &tmp)) {
+        carlo_cells_dev_free(&cur);
         return -1;
     }
     int threads = 256;
@@ -1651,12 +1636,12 @@ int gpu_cb_grow(lj_system *s)
     if (e == cudaSuccess)
         e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
-        cb_free(&cur);
-        cb_free(&tmp);
+        carlo_cells_dev_free(&cur);
+        carlo_cells_dev_free(&tmp);
         return carlo_cuda_fail(e, "cb_grow_copy", __FILE__, __LINE__);
     }
-    cb_free(&g->cur);
-    cb_free(&g->tmp);
+    carlo_cells_dev_free(&g->cur);
+    carlo_cells_dev_free(&g->tmp);
     g->cur = cur;
     g->tmp = tmp;
     grid->nmax = nmax;
