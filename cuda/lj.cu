@@ -1269,7 +1269,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
     const int cbase = H.off[centre];
     double cell_du = 0.0, cell_dw = 0.0; /* lane 0's */
     unsigned long long nacc = 0;
-    float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f;
+    float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, tr = 0.0f;
     double tu = 0.0;
     const int moves = n * p.passes;
     for (int k = 0, j = 0; k < moves; k++) { /* j = k % n */
@@ -1280,6 +1280,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
             t0 = d3[0];
             t1 = d3[1];
             t2 = d3[2];
+            tr = lj_cb_near_r2(&p.geom, d3);
         }
         const float dd[3] = {__shfl_sync(FULL, t0, kl), __shfl_sync(FULL, t1, kl),
                              __shfl_sync(FULL, t2, kl)};
@@ -1293,7 +1294,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
             continue; /* the same on every lane */
         float m[3];
         lj_cb_mid(o, dd, m);
-        const float r2 = lj_cb_near_r2(&p.geom, dd);
+        const float r2 = __shfl_sync(FULL, tr, kl);
         __syncwarp(); /* every lane has read o */
         if (lane == 0 && me < p.cap)
             S.x[me] = 1.0e6f; /* the moved particle is near no move while it moves */
@@ -1318,14 +1319,17 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
         }
         cb_drain(p, H, S, nearq, nn, hb, lane, o, nw, du, dw);
 #pragma unroll
-        for (int s = 16; s > 0; s >>= 1) {
+        for (int s = 16; s > 0; s >>= 1)
             du = du + __shfl_down_sync(FULL, du, s);
-            dw = dw + __shfl_down_sync(FULL, dw, s);
-        }
         int acc = 0;
         if (lane == 0)
             acc = lj_cb_accept(du, p.beta, logu);
         acc = __shfl_sync(FULL, acc, 0);
+        if (acc) { /* the virial's sum, needed only for a move that is made */
+#pragma unroll
+            for (int s = 16; s > 0; s >>= 1)
+                dw = dw + __shfl_down_sync(FULL, dw, s);
+        }
         if (lane == 0) {
             if (me < p.cap) { /* back from the far mark: where the particle now is */
                 S.x[me] = acc ? nw[0] : o[0];

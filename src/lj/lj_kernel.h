@@ -437,13 +437,13 @@ CARLO_HD int lj_cb_accept(double dU, double beta, double logu)
     return -beta * dU > logu;
 }
 
-/* Whether a trial position stays in its cell (moves that leave are rejected). */
+/* Whether a trial position stays in its cell (moves that leave are rejected). A 2D system's z
+ * is 0 and its cells are 1 deep (core/cells.c), so every axis is tested alike, without a
+ * branch. */
 CARLO_HD int lj_cb_inside(const lj_cbgeom *g, const float n[3])
 {
-    int in = 1;
-    for (int a = 0; a < 3; a++) /* a fixed count: unrolled, n stays in registers */
-        in &= a >= g->dim || (n[a] >= 0.0f && n[a] < g->w[a]);
-    return in;
+    return (n[0] >= 0.0f) & (n[0] < g->w[0]) & (n[1] >= 0.0f) & (n[1] < g->w[1]) & (n[2] >= 0.0f) &
+           (n[2] < g->w[2]);
 }
 
 /* The visiting order of the n particles of a cell in one sub-sweep. Up to LJ_CB_KEYED of them
