@@ -1152,7 +1152,7 @@ __device__ __forceinline__ void cb_vote4(const cbw_stage &S, uint16_t *nearq, in
     nearq[n1 ? at1 : CB_NEAR_CAP] = (uint16_t)(kb + 1);
     nearq[n2 ? at2 : CB_NEAR_CAP] = (uint16_t)(kb + 2);
     nearq[n3 ? at3 : CB_NEAR_CAP] = (uint16_t)(kb + 3);
-    nn += __popc(b0) + __popc(b1) + __popc(b2) + __popc(b3);
+    nn = __shfl_sync(FULL, at3 + (int)n3, 31); /* the last lane's end */
 }
 
 /* The end of cell c's sub-sweep: its first n staged particles back to the cells (particle i's

@@ -214,19 +214,16 @@ carlo_cell_shift lj_cb_shift(const lj_system *s, uint64_t sweep)
 }
 
 /* Which of the M candidates (at c[0..2], the active cell's frame) are near the move with
- * midpoint m and squared near radius r2: lj_cb_near, in SIMD. */
+ * midpoint m and squared near radius r2: lj_cb_near, in SIMD (clones with fused multiply-adds). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 static void cb_near_flags(int M, const float *const c[3], const float m[3], float r2, uint8_t *flag)
 {
     const float *cx = c[0], *cy = c[1], *cz = c[2];
-    const float m0 = m[0], m1 = m[1], m2 = m[2];
 #pragma omp simd
-    for (int k = 0; k < M; k++) {
-        float dx = cx[k] - m0, dy = cy[k] - m1, dz = cz[k] - m2;
-        flag[k] = dx * dx + dy * dy + dz * dz < r2;
-    }
+    for (int k = 0; k < M; k++)
+        flag[k] = lj_cb_near(m, cx[k], cy[k], cz[k], r2);
 }
 
 /* One trial move's T lanes over all M candidates (at c[0..2], the active cell's frame),

@@ -319,10 +319,26 @@ CARLO_HD double lj_widom_factor(double eu, double tail, double beta)
 
 #define LJ_CB_WARP 32 /* the lanes of the near-candidate order */
 
-/* Float pair energy and virial inside the cutoff (overlaps give inf and are rejected)... */
+/* 1 / x correctly rounded, for x at least 1e-18 and below 2^125. On the GPU the fast path
+ * of nvcc's IEEE reciprocal (the approximate reciprocal and one Newton step), without the
+ * range test that sends other x to its slow path: the same float as the division. */
+CARLO_HD float lj_rcp(float x)
+{
+#ifdef __CUDA_ARCH__
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    const float e = __fmaf_rn(x, r, -1.0f);
+    return __fmaf_rn(r, -e, r);
+#else
+    return 1.0f / x;
+#endif
+}
+
+/* Float pair energy and virial inside the cutoff (overlaps give inf and are rejected)... A
+ * separation below 1e-18 is taken as 1e-18: both terms overflow to inf either way. */
 CARLO_HD void lj_pair_f_terms(float r2, float ushift, float *u, float *w)
 {
-    float ir2 = 1.0f / r2;
+    float ir2 = lj_rcp(r2 > 1e-18f ? r2 : 1e-18f);
     float ir6 = ir2 * ir2 * ir2;
     *u = 4.0f * ir6 * (ir6 - 1.0f) - ushift;
     *w = 24.0f * ir6 * (2.0f * ir6 - 1.0f);
@@ -411,10 +427,13 @@ CARLO_HD float lj_cb_near_r2(const lj_cbgeom *g, const float d[3])
     return r * r;
 }
 
-/* Whether the candidate at x is near the move with midpoint m and squared near radius r2. */
+/* Whether the candidate at x is near the move with midpoint m and squared near radius r2 (the
+ * squares summed by fused multiply-adds: fewer operations in the GPU's vote; the CPU's SIMD
+ * code has them too, cb_near_flags). */
 CARLO_HD int lj_cb_near(const float m[3], float x, float y, float z, float r2)
 {
-    return lj_cb_r2x(m, x, y, z) < r2;
+    const float dx = x - m[0], dy = y - m[1], dz = z - m[2];
+    return fmaf(dx, dx, fmaf(dy, dy, dz * dz)) < r2;
 }
 
 /* Trial move k of cell `cell` in sub-sweep `step`: a displacement on the grid (symmetric,
