@@ -1056,53 +1056,65 @@ __device__ __forceinline__ int cb_table(const cbp &p, const int xyz[3], int lane
 }
 
 /* Candidates k = from, from + stride, ... below `staged`, in the active cell's frame, into the
- * arrays x, y, z (element k at x[k * step]); U of them per thread at a time, their loads issued
- * before their stores (the global loads' latency paid once per U). */
-template <int U>
+ * arrays x, y, z (element k at x[k * step]): the block kernel's staging. */
 __device__ __forceinline__ void cb_stage(const cbp &p, const int *cq, const int *off, const float4 *sh,
                                          float *x, float *y, float *z, int step, int staged, int from,
                                          int stride)
 {
-    const carlo_cell_grid &g = p.grid;
-    const size_t plane = cb_plane(p);
     int q = 0;
-    for (int k0 = from; k0 < staged; k0 += U * stride) {
-        float b[U][3];
-        int qs[U];
-#pragma unroll
-        for (int r = 0; r < U; r++) {
-            const int k = k0 + r * stride;
-            qs[r] = -1;
-            if (k < staged) {
-                q = cell_of(off, q, k);
-                qs[r] = q;
-                const float *e = cb_member(p, cq[q], k - off[q]);
-                b[r][0] = e[0];
-                b[r][1] = e[plane];
-                b[r][2] = g.dim == 3 ? e[2 * plane] : 0.0f;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < U; r++) {
-            const int k = k0 + r * stride;
-            if (qs[r] >= 0) {
-                const float4 s = sh[qs[r]];
-                x[k * step] = b[r][0] + s.x;
-                y[k * step] = b[r][1] + s.y;
-                z[k * step] = b[r][2] + s.z;
-            }
-        }
+    for (int k = from; k < staged; k += stride) {
+        q = cell_of(off, q, k);
+        const float3 e = cb_load(p, cq[q], k - off[q], sh[q]);
+        x[k * step] = e.x;
+        y[k * step] = e.y;
+        z[k * step] = e.z;
     }
 }
 
-/* Near candidates i of the queue (near numbers hb + i) onto their lanes (lj_kernel.h). */
+/* A warp's staging, by cells: lane q < nq copies the members of neighbour q (candidates off[q]
+ * on, those below `staged`) in the active cell's frame, four at a time, their loads before
+ * their stores (no search for a candidate's cell, the loads' latency paid once per four). */
+__device__ __forceinline__ void cb_stage_cells(const cbp &p, const cbw_head &H, const cbw_stage &S,
+                                               int staged, int lane)
+{
+    if (lane >= lj_neighbour_count(p.grid.dim))
+        return;
+    const size_t plane = cb_plane(p);
+    const int first = H.off[lane], end = H.off[lane + 1] < staged ? H.off[lane + 1] : staged;
+    const int64_t cell = H.cq[lane];
+    const float4 s = H.sh[lane];
+    const bool three = p.grid.dim == 3;
+    for (int k0 = first; k0 < end; k0 += 4) {
+        float b[4][3];
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            if (k0 + r < end) {
+                const float *e = cb_member(p, cell, k0 + r - first);
+                b[r][0] = e[0];
+                b[r][1] = e[plane];
+                b[r][2] = three ? e[2 * plane] : 0.0f;
+            }
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            if (k0 + r < end) {
+                S.x[k0 + r] = b[r][0] + s.x;
+                S.y[k0 + r] = b[r][1] + s.y;
+                S.z[k0 + r] = b[r][2] + s.z;
+            }
+    }
+}
+
+/* Near candidates i of the queue (near numbers hb + i) onto their lanes (lj_kernel.h); ALL:
+ * the whole neighbourhood is staged. */
+template <bool ALL = false>
 __device__ __forceinline__ void cb_drain(const cbp &p, const cbw_head &H, const cbw_stage &S,
                                          const uint16_t *nearq, int nn, int hb, int lane,
                                          const float o[3], const float nw[3], double &du, double &dw)
 {
     __syncwarp();
     for (int i = (lane - hb) & 31; i < nn; i += 32) {
-        const float3 e = cb_cand(p, H, S, nearq[i]);
+        const int k = nearq[i];
+        const float3 e = ALL ? make_float3(S.x[k], S.y[k], S.z[k]) : cb_cand(p, H, S, k);
         lj_cb_candidate(&p.geom, o, nw, e.x, e.y, e.z, &du, &dw);
     }
     __syncwarp();
@@ -1250,7 +1262,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
         H.qcap = __popc(fit);
     __syncwarp();
     const int Ms = M < p.cap ? M : p.cap; /* staged */
-    cb_stage<4>(p, H.cq, H.off, H.sh, S.x, S.y, S.z, 1, Ms, lane, 32);
+    cb_stage_cells(p, H, S, Ms, lane);
     for (int k = Ms + lane; k < cb_padded(Ms); k += 32) /* the padding: far from every cell */
         S.x[k] = S.y[k] = S.z[k] = 1.0e6f;
     if (n <= LJ_CB_KEYED) { /* lj_cb_order by the lanes: one key each, its place by counting */
@@ -1317,7 +1329,10 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
             cb_room(p, H, S, nearq, nn, hb, lane, o, nw, du, dw, 32);
             cb_vote(nearq, nn, below, near, kk);
         }
-        cb_drain(p, H, S, nearq, nn, hb, lane, o, nw, du, dw);
+        if (M <= p.cap)
+            cb_drain<true>(p, H, S, nearq, nn, hb, lane, o, nw, du, dw);
+        else
+            cb_drain(p, H, S, nearq, nn, hb, lane, o, nw, du, dw);
 #pragma unroll
         for (int s = 16; s > 0; s >>= 1)
             du = du + __shfl_down_sync(FULL, du, s);
@@ -1417,7 +1432,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         cb_table(p, xyz, t, cq, sh, off);
     __syncthreads();
     const int M = off[nq];
-    cb_stage<1>(p, cq, off, sh, &cand[0].x, &cand[0].y, &cand[0].z, 4, M, t, T);
+    cb_stage(p, cq, off, sh, &cand[0].x, &cand[0].y, &cand[0].z, 4, M, t, T);
     if (t == 0)
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
     __syncthreads();
