@@ -1112,6 +1112,7 @@ __device__ __forceinline__ void cb_drain(const cbp &p, const cbw_head &H, const 
                                          const float o[3], const float nw[3], double &du, double &dw)
 {
     __syncwarp();
+#pragma unroll 1 /* two rounds a move: unrolled, the remainder's code cost 6 % (2^20, H100) */
     for (int i = (lane - hb) & 31; i < nn; i += 32) {
         const int k = nearq[i];
         const float3 e = ALL ? make_float3(S.x[k], S.y[k], S.z[k]) : cb_cand(p, H, S, k);
@@ -1489,7 +1490,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
  * the whole sub-sweep before: the same updates as sub-sweeps launched one after the other, with
  * no idle SMs at their ends. A cell's neighbours were taken before it by running warps, which
  * wait only on cells taken earlier still: no deadlock, resident or not. */
-__global__ void __launch_bounds__(CB_WARPS * 32, 6) cb_sweep(cbp p, unsigned long long sweep)
+__global__ void __launch_bounds__(CB_WARPS * 32, 7) cb_sweep(cbp p, unsigned long long sweep)
 {
     extern __shared__ float4 cb_smem[];
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
