@@ -162,16 +162,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             for (int q = tl; q < NQ && !hit; q += T) {
                 int off[3];
                 hard_nb_offset(DIM, q, off);
-                float sh[3];
-                const int64_t cn = carlo_cell_neighbor(&g, xyz, off, sh);
-                int m = (int)HARD_LOAD(&count[cn]);
-                m = m > NMAX ? NMAX : m;
-                for (int j = 0; j < m && !hit; j++) {
-                    float p[3] = {0.0f, 0.0f, 0.0f};
-                    for (int a = 0; a < DIM; a++)
-                        p[a] = HARD_LOAD(&pos[carlo_cell_slot(&g, cn, j, a)]);
-                    hit = hard_d2(DIM, tp, p, sh) < 1.0f;
-                }
+                hit = hard_overlaps_cell(DIM, NMAX, &g, pos, count, xyz, off, tp);
             }
         const unsigned team_bits = (T == 32 ? FULL_WARP : ((1u << T) - 1u)) << lead;
         if ((__ballot_sync(FULL_WARP, hit) & team_bits) == 0) { /* no lane of the team found one */

@@ -13,8 +13,10 @@
  * the kernels update; the host reads it back once per call of the backend.
  *
  * Checkerboard mode: one warp per active cell (lanes = 32, the near-candidate order of
- * lj_kernel.h; the warps take cells from a counter) or one block per active cell (lanes = 64
- * or 128 threads, the all-candidate order), the cell's neighbourhood staged in shared memory,
+ * lj_kernel.h; a whole sweep in one launch, the warps taking the cells of all its sets from a
+ * counter, each cell waiting only for its neighbours of the sets before its own) or one block
+ * per active cell (lanes = 64 or 128 threads, the all-candidate order, one launch per set),
+ * the cell's neighbourhood staged in shared memory,
  * its particles moved in the order lj_cb_order gives; the cell shift of core/cells_kernel.h, one
  * thread per cell into a second buffer. The set order and the shift are drawn on the host,
  * as the CPU backend draws them. */

@@ -243,6 +243,28 @@ HARD_INLINE void hard_displacement(const carlo_cell_grid *g, int dim, float d, u
         out[a] = carlo_cell_quantize(g, out[a]);
 }
 
+/* Whether a particle of the neighbour of cell xyz at offset off (at most nmax of its count)
+ * overlaps the position t of cell xyz: the per-cell step of hard_overlaps_neighbors, and of the
+ * GPU team kernel's scan when its neighbour list overflowed. */
+HARD_INLINE int hard_overlaps_cell(const int dim, const int nmax, const carlo_cell_grid *g, const float *pos,
+                                   const uint32_t *count, const int xyz[3], const int off[3],
+                                   const float t[3])
+{
+    float s[3];
+    const int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
+    int n = (int)HARD_LOAD(&count[cn]);
+    if (n > nmax)
+        n = nmax;
+    for (int j = 0; j < n; j++) {
+        float p[3] = {0.0f, 0.0f, 0.0f};
+        for (int a = 0; a < dim; a++)
+            p[a] = HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)]);
+        if (hard_d2(dim, t, p, s) < 1.0f)
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether the point t, inside cell xyz, overlaps a particle of one of the neighbouring cells.
  * A neighbour is skipped when the nearest point of its cell is at least 1 away: the squared
  * distances to the faces crossed, summed in the order hard_d2 sums, bound every particle's
@@ -272,19 +294,9 @@ HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const car
                     near2 = near2 + fz;
                 if (!(near2 < 1.0f))
                     continue;
-                int off[3] = {ox, oy, oz};
-                float s[3];
-                int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
-                int n = (int)HARD_LOAD(&count[cn]);
-                if (n > nmax)
-                    n = nmax;
-                for (int j = 0; j < n; j++) {
-                    float p[3] = {0.0f, 0.0f, 0.0f};
-                    for (int a = 0; a < dim; a++)
-                        p[a] = HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)]);
-                    if (hard_d2(dim, t, p, s) < 1.0f)
-                        return 1;
-                }
+                const int off[3] = {ox, oy, oz};
+                if (hard_overlaps_cell(dim, nmax, g, pos, count, xyz, off, t))
+                    return 1;
             }
         }
     }
