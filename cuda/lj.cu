@@ -1436,8 +1436,20 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
     __syncthreads();
     const int M = off[nq];
     cb_stage(p, cq, off, sh, &cand[0].x, &cand[0].y, &cand[0].z, 4, M, t, T);
-    if (t == 0)
+    if (n <= LJ_CB_KEYED) { /* lj_cb_order by the threads: one key each, its place by counting */
+        __shared__ uint32_t keys[LJ_CB_KEYED];
+        if (t < n)
+            keys[t] = lj_cb_order_key(p.seed, step, (uint32_t)c, t);
+        __syncthreads();
+        if (t < n) {
+            int place = 0;
+            for (int j = 0; j < n; j++)
+                place += lj_cb_before(keys[j], j, keys[t], t);
+            perm[place] = t;
+        }
+    } else if (t == 0) {
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
+    }
     __syncthreads();
     const int centre = g.dim == 3 ? 13 : 4;
     const int base = off[centre];

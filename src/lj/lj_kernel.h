@@ -97,6 +97,16 @@ CARLO_HD void lj_pair(double r2, double rc2, double ushift, double *u, double *w
     }
 }
 
+/* c[0] x^(n-1) + c[1] x^(n-2) + ... + c[n-1] by Horner's rule: n - 1 multiplications and
+ * additions in that order (n a constant where it is used: unrolled, c in registers). */
+CARLO_HD double lj_horner(const double *c, int n, double x)
+{
+    double p = c[0];
+    for (int i = 1; i < n; i++)
+        p = p * x + c[i];
+    return p;
+}
+
 /* exp(x) to about 1 ulp from +, -, *, floor and ldexp only, so host and device agree bit
  * for bit (libm and CUDA differ in the last bit). Returns 0 for x <= -700 and NaN. */
 CARLO_HD double lj_exp(double x)
@@ -110,21 +120,11 @@ CARLO_HD double lj_exp(double x)
     double k = floor(x * 1.44269504088896338700e+00 + 0.5);
     double r = (x - k * ln2_hi) - k * ln2_lo; /* |r| <= 0.35 */
     /* Taylor series to r^13: truncation below 1e-17 relative */
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    return ldexp(p, (int)k);
+    const double c[14] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+                          1.0 / 362880.0,     1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,
+                          1.0 / 120.0,        1.0 / 24.0,        1.0 / 6.0,        0.5,
+                          1.0,                1.0};
+    return ldexp(lj_horner(c, 14, r), (int)k);
 }
 
 /* log(u) for u in (0, 1] to about 1 ulp from +, -, *, / and frexp only (host and device
@@ -141,18 +141,9 @@ CARLO_HD double lj_log(double u)
     }
     /* log f = 2 atanh s, |s| <= 0.1716: the series to s^23, truncation below 1e-19 relative */
     const double s = (f - 1.0) / (f + 1.0), z = s * s;
-    double p = 1.0 / 23.0;
-    p = p * z + 1.0 / 21.0;
-    p = p * z + 1.0 / 19.0;
-    p = p * z + 1.0 / 17.0;
-    p = p * z + 1.0 / 15.0;
-    p = p * z + 1.0 / 13.0;
-    p = p * z + 1.0 / 11.0;
-    p = p * z + 1.0 / 9.0;
-    p = p * z + 1.0 / 7.0;
-    p = p * z + 1.0 / 5.0;
-    p = p * z + 1.0 / 3.0;
-    p = p * z + 1.0;
+    const double c[12] = {1.0 / 23.0, 1.0 / 21.0, 1.0 / 19.0, 1.0 / 17.0, 1.0 / 15.0, 1.0 / 13.0,
+                          1.0 / 11.0, 1.0 / 9.0,  1.0 / 7.0,  1.0 / 5.0,  1.0 / 3.0,  1.0};
+    const double p = lj_horner(c, 12, z);
     const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
     return (double)e * ln2_hi + ((2.0 * s) * p + (double)e * ln2_lo);
 }
@@ -466,9 +457,9 @@ CARLO_HD int lj_cb_inside(const lj_cbgeom *g, const float n[3])
 }
 
 /* The visiting order of the n particles of a cell in one sub-sweep. Up to LJ_CB_KEYED of them
- * (a warp's lanes): particle i draws a key (word i & 3 of draw i >> 2) and goes to place
- * lj_cb_rank, the number of particles with a smaller key or an equal key and a smaller index:
- * a uniform random order, one key per lane on the GPU. More: Fisher-Yates. */
+ * (a warp's lanes): particle i draws a key (word i & 3 of draw i >> 2) and goes to the place
+ * counted by lj_cb_before, the number of particles with a smaller key or an equal key and a
+ * smaller index: a uniform random order, one key per lane on the GPU. More: Fisher-Yates. */
 #define LJ_CB_KEYED 32
 
 CARLO_HD uint32_t lj_cb_order_key(uint64_t seed, uint64_t step, uint32_t cell, int i)
