@@ -1270,11 +1270,11 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
         S.x[k] = S.y[k] = S.z[k] = 1.0e6f;
     if (n <= LJ_CB_KEYED) { /* lj_cb_order by the lanes: one key each, its place by counting */
         const uint32_t key = lane < n ? lj_cb_order_key(p.seed, step, (uint32_t)c, lane) : 0u;
-        int place = 0;
+        int at = 0;
         for (int j = 0; j < n; j++)
-            place += lj_cb_before(__shfl_sync(FULL, key, j), j, key, lane);
+            at += lj_cb_before(__shfl_sync(FULL, key, j), j, key, lane);
         if (lane < n)
-            perm[place] = lane;
+            perm[at] = lane;
     } else if (lane == 0) {
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
     }
@@ -1442,10 +1442,10 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
             keys[t] = lj_cb_order_key(p.seed, step, (uint32_t)c, t);
         __syncthreads();
         if (t < n) {
-            int place = 0;
+            int at = 0;
             for (int j = 0; j < n; j++)
-                place += lj_cb_before(keys[j], j, keys[t], t);
-            perm[place] = t;
+                at += lj_cb_before(keys[j], j, keys[t], t);
+            perm[at] = t;
         }
     } else if (t == 0) {
         lj_cb_order(p.seed, step, (uint32_t)c, n, perm);
