@@ -63,8 +63,7 @@ struct dev_state {
                                     (checkerboard: a cell shift overfilled a cell) */
     unsigned int blocks_done;    /* the launch variant's last-block ticket */
     unsigned long long fail_sweep; /* checkerboard: the sweep whose shift overfilled */
-    unsigned int cb_next[8];       /* checkerboard: the next active cell of each sub-sweep (the
-                                      one-launch sweep counts its cells in cb_next[0]) */
+    unsigned int cb_next;          /* checkerboard: the next cell of the sweep (cb_sweep) */
 };
 
 /* What every kernel needs, passed by value. */
@@ -1230,8 +1229,7 @@ __device__ __forceinline__ void cb_wait_neighbours(const cbp &p, const int xyz[3
     __syncwarp();
 }
 
-/* Active cell t of set `set` (place `place` in the sweep, or -1 in a launch of its own),
- * sub-sweep `step`, by one warp: the cell's particles moved in lj_cb_order's order, each
+/* Active cell t of set `set` (place `place` in the sweep), sub-sweep `step`, by one warp: the cell's particles moved in lj_cb_order's order, each
  * move's near candidates found by a vote over the neighbourhood and their terms summed on the
  * 32 lanes of lj_kernel.h. */
 __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsigned long long step,
@@ -1243,8 +1241,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
     const int64_t c = carlo_cell_index(&g, xyz[0], xyz[1], xyz[2]);
     const int n = (int)p.cells.count[c];
     if (n == 0) {
-        if (place >= 0)
-            cb_mark_done(p, c, lane);
+        cb_mark_done(p, c, lane);
         return;
     }
     cbw_head &H = *reinterpret_cast<cbw_head *>(base);
@@ -1257,8 +1254,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
     int *perm = reinterpret_cast<int *>(S.z + P);
     const int nq = lj_neighbour_count(g.dim);
     const int v = cb_table(p, xyz, lane, H.cq, H.sh, H.off);
-    if (place >= 0)
-        cb_wait_neighbours(p, xyz, place, lane, lane < nq ? H.cq[lane] : 0);
+    cb_wait_neighbours(p, xyz, place, lane, lane < nq ? H.cq[lane] : 0);
     const int M = __shfl_sync(FULL, v, nq - 1);
     const unsigned fit = __ballot_sync(FULL, lane < nq && v <= p.cap);
     if (lane == 0)
@@ -1372,8 +1368,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
     const int ns = cbase >= p.cap ? 0 : (n < p.cap - cbase ? n : p.cap - cbase);
     const int from = cbase < p.cap ? cbase : 0;
     cb_store(p, c, S.x + from, S.y + from, S.z + from, 1, ns, lane, 32, lane == 0, cell_du, cell_dw, nacc);
-    if (place >= 0)
-        cb_mark_done(p, c, lane);
+    cb_mark_done(p, c, lane);
     __syncwarp(); /* the tables are the next cell's */
 }
 
@@ -1499,7 +1494,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
 }
 
 /* A whole sweep, sweep number `sweep`, in one launch: the warps take the cells of all its
- * sub-sweeps, set after set in p.order, from one counter (cb_next[0], reset by cb_shift), and a
+ * sub-sweeps, set after set in p.order, from one counter (cb_next, reset by cb_shift), and a
  * cell waits only for its neighbours in the sets before its own (cb_wait_neighbours), not for
  * the whole sub-sweep before: the same updates as sub-sweeps launched one after the other, with
  * no idle SMs at their ends. A cell's neighbours were taken before it by running warps, which
@@ -1515,7 +1510,7 @@ __global__ void __launch_bounds__(CB_WARPS * 32, 7) cb_sweep(cbp p, unsigned lon
     for (;;) {
         unsigned long long w = 0;
         if (lane == 0)
-            w = atomicAdd(&p.st->cb_next[0], 1u);
+            w = atomicAdd(&p.st->cb_next, 1u);
         w = __shfl_sync(FULL, w, 0);
         if ((int64_t)w >= all)
             return;
@@ -1544,8 +1539,8 @@ __global__ void __launch_bounds__(CB_SHIFT_THREADS) cb_shift(carlo_cell_grid g, 
 {
     extern __shared__ uint32_t cb_scratch[];
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < 8)
-        st->cb_next[c] = 0; /* the sub-sweeps before this shift are done */
+    if (c == 0)
+        st->cb_next = 0; /* the sweep before this shift is done */
     if (c >= g.ncells || st->status)
         return;
     int got;
@@ -1753,28 +1748,22 @@ int cb_queue(lj_system *s, uint64_t first, uint64_t n)
     }
     for (uint64_t k = 0; k < n; k++) {
         const uint64_t sweep = first + k;
-        int order[8];
-        carlo_cells_set_order(grid->dim, s->seed, LJ_PURPOSE_CB_SETS, sweep, order);
+        carlo_cells_set_order(grid->dim, s->seed, LJ_PURPOSE_CB_SETS, sweep, p.order);
         p.cells = g->cur;
         if (warp) { /* the whole sweep in one launch */
-            for (int q = 0; q < (1 << grid->dim); q++) {
-                p.order[q] = order[q];
-                p.place[order[q]] = q;
-            }
+            for (int q = 0; q < (1 << grid->dim); q++)
+                p.place[p.order[q]] = q;
             p.stamp = ++g->cb_stamp ? g->cb_stamp : ++g->cb_stamp; /* never 0, the stamps' start */
             cb_sweep<<<blocks, CB_WARPS * 32, smem>>>(p, (unsigned long long)sweep);
             CK(cudaGetLastError());
-        }
-        for (int q = 0; !warp && q < (1 << grid->dim); q++) {
-            unsigned long long step = sweep * 8 + (unsigned long long)q;
-            int rc = 0;
-            if (p.geom.lanes == 64) {
-                rc = launch_block<64>(p, order[q], step, smem, blocks);
-            } else {
-                rc = launch_block<128>(p, order[q], step, smem, blocks);
+        } else { /* one launch per set */
+            for (int q = 0; q < (1 << grid->dim); q++) {
+                unsigned long long step = sweep * 8 + (unsigned long long)q;
+                int rc = p.geom.lanes == 64 ? launch_block<64>(p, p.order[q], step, smem, blocks)
+                                            : launch_block<128>(p, p.order[q], step, smem, blocks);
+                if (rc)
+                    return -1;
             }
-            if (rc)
-                return -1;
         }
         carlo_cell_shift sh = lj_cb_shift(s, sweep);
         if (launch_cb_shift(g, grid, g->cur, g->tmp, sh, g->st, k))

@@ -365,18 +365,12 @@ static inline void lj_cb_set_delta(lj_cbgeom *g, double delta)
 
 /* Squared separation of two cell-local positions a and b, b in a neighbour cell offset by s
  * (its components exact, see above). */
-CARLO_HD float lj_cb_r2s(float ax, float ay, float az, float bx, float by, float bz, float sx,
-                         float sy, float sz)
-{
-    float dx = (bx - ax) + sx;
-    float dy = (by - ay) + sy;
-    float dz = (bz - az) + sz;
-    return dx * dx + dy * dy + dz * dz;
-}
-
 CARLO_HD float lj_cb_r2(const float a[3], const float b[3], const float s[3])
 {
-    return lj_cb_r2s(a[0], a[1], a[2], b[0], b[1], b[2], s[0], s[1], s[2]);
+    float dx = (b[0] - a[0]) + s[0];
+    float dy = (b[1] - a[1]) + s[1];
+    float dz = (b[2] - a[2]) + s[2];
+    return dx * dx + dy * dy + dz * dz;
 }
 
 /* Squared separation of a and x in one frame. */
