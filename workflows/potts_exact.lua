@@ -39,7 +39,7 @@ for qs in opt.q:gmatch("%d+") do
   local res = {}
   for _, branch in ipairs{ "ordered", "disordered" } do
     local sys = carlo.potts{ L = opt.L, q = q, T = Tc, seed = 1000 * q + #branch,
-                             start = branch == "ordered" and "ordered" or "random", device = opt.device }
+                             init = branch == "ordered" and "ordered" or "random", device = opt.device }
     local t0 = carlo.clock()
     sys:run{ sweeps = opt.equilibrate }
     local s = sys:sample{ sweeps = opt.measure, every = opt.every }

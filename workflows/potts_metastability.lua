@@ -33,7 +33,7 @@ local log = carlo.log(opt.out .. ".tsv", { columns = { "branch", "T", "x", "e", 
   "m", "m_err", "tau_e", "step" } })
 local function protocol(branch, ladder, start)
   local sys = carlo.potts{ L = opt.L, q = q, T = ladder[1], seed = branch == "heating" and 6 or 7,
-                           start = start, device = opt.device }
+                           init = start, device = opt.device }
   local pts = {}
   carlo.anneal{ system = sys, ladder = ladder, equilibrate = opt.equilibrate, measure = opt.measure,
                 every = opt.every,

@@ -6,7 +6,7 @@ local carlo = require "carlo"
 local gpu = #carlo.devices().gpus > 0
 local opt = carlo.options(arg, { L = gpu and 1024 or 128, device = "auto", out = "quickstart" })
 
-local sys = carlo.potts{ L = opt.L, q = 9, T = 0.70, seed = 2012, start = "ordered", device = opt.device }
+local sys = carlo.potts{ L = opt.L, q = 9, T = 0.70, seed = 2012, init = "ordered", device = opt.device }
 print(("Potts q = 9 on a %d x %d lattice (%s), heating from the ordered phase; Tc = %.5f")
   :format(sys.L, sys.L, sys.device, 1 / math.log(4)))
 print(("%8s %18s %18s %14s"):format("T", "e", "m", "C"))

@@ -95,12 +95,12 @@ local function speed()
     sets[#sets + 1] = { ("LJ liquid N=%d"):format(#s), fr }
   end
   do
-    local sys = carlo.potts{ L = 4096, q = 9, T = 0.75, seed = 1, device = "cpu", start = "random" }
+    local sys = carlo.potts{ L = 4096, q = 9, T = 0.75, seed = 1, device = "cpu", init = "random" }
     sys:run{ sweeps = 20 }
     local fr = {}
     for k = 1, 4 do
       sys:run{ sweeps = 2 }
-      fr[k] = { ["configuration/step"] = k, ["lattice/spins"] = sys:snapshot() }
+      fr[k] = { ["configuration/step"] = k, ["lattice/spins"] = sys:snapshot().state }
     end
     sets[#sets + 1] = { "Potts 4096^2 q=9 (u8)", fr, true }
     sys:close()

@@ -223,10 +223,16 @@ void potts_rates_set(potts_rates *rt, double beta)
         rt->w[n] = exp(beta * n);
 }
 
+int potts_beta_ok(double beta)
+{
+    return beta >= 0 && beta <= POTTS_BETA_MAX;
+}
+
 int potts_set_beta(potts_system *s, int r, double beta)
 {
-    if (!(beta > 0) || !isfinite(exp(4 * beta)))
-        return carlo_seterr("beta must be > 0 with exp(4 beta) finite (got %g)", beta);
+    if (!potts_beta_ok(beta))
+        return carlo_seterr("beta must be a number in [0, %g] (T >= 1/%g; got beta = %g)",
+                            POTTS_BETA_MAX, POTTS_BETA_MAX, beta);
     s->beta[r] = beta;
     potts_rates_set(&s->rates[r], beta);
     s->rates_version++;
@@ -258,6 +264,8 @@ potts_system *potts_create(const potts_params *p)
     potts_system *s = carlo_calloc(1, sizeof *s, "a Potts system");
     if (!s)
         return NULL;
+    s->ops = &potts_ops;
+    s->replicas = p->R;
     s->L = p->L;
     s->q = p->q;
     s->R = p->R;
@@ -345,8 +353,8 @@ int potts_start_random(potts_system *s) { return set_all(s, 1); }
 
 int potts_sweep_color(potts_system *s, int color)
 {
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
+    if (carlo_sys_alive(&s->sys))
+        return -1;
     if (s->be->sweep_color(s, color)) {
         s->dead = s->device == CARLO_GPU;
         return -1;
@@ -355,196 +363,6 @@ int potts_sweep_color(potts_system *s, int color)
     if (color == 1)
         s->step++;
     return 0;
-}
-
-/* Sweeps until the next stop: the end, an exchange, a callback, or a progress/Ctrl-C check. */
-static uint64_t next_stop(const potts_system *s, uint64_t left, uint64_t every, uint64_t chunk)
-{
-    uint64_t m = left < chunk ? left : chunk;
-    if (every) {
-        uint64_t to = every - s->step % every;
-        if (to < m)
-            m = to;
-    }
-    return m;
-}
-
-/* The frame's lattices chunk: all replicas row-major, R L x L bytes in a buffer of
- * lattice_bytes(s) that the frame takes over (and frees on failure). */
-static size_t lattice_bytes(const potts_system *s)
-{
-    return carlo_mulsize((size_t)s->L * (size_t)s->L, (size_t)s->R);
-}
-
-static int add_spins(const potts_system *s, carlo_frame *f, uint8_t *all)
-{
-    return carlo_frame_add_owned(f, "lattice/spins", CARLO_U8, (uint64_t)s->R * (uint64_t)s->L,
-                                 (uint64_t)s->L, all);
-}
-
-static int add_lattices(potts_system *s, carlo_frame *f)
-{
-    size_t plane = (size_t)s->L * (size_t)s->L;
-    uint8_t *all = carlo_malloc(lattice_bytes(s), "a lattice frame");
-    if (!all)
-        return -1;
-    for (int r = 0; r < s->R; r++)
-        if (s->be->get_lattice(s, r, all + (size_t)r * plane)) {
-            free(all);
-            return -1;
-        }
-    return add_spins(s, f, all);
-}
-
-/* Everything of a trajectory frame but the lattices. */
-static int frame_head(potts_system *s, carlo_frame *f)
-{
-    uint32_t q = (uint32_t)s->q;
-    if (carlo_frame_add_u64(f, "configuration/step", s->step) ||
-        carlo_frame_add_copy(f, "lattice/q", CARLO_U32, 1, 1, &q) ||
-        carlo_frame_add_copy(f, "lattice/temperature", CARLO_F64, (uint64_t)s->R, 1,
-                             s->temperatures) ||
-        carlo_frame_add_copy(f, "lattice/slot", CARLO_I32, (uint64_t)s->R, 1, s->slot))
-        return -1;
-    return 0;
-}
-
-/* A run's trajectory frame whose lattices are on their way from the device (lattices_start):
- * the head is taken when the frame is due, the lattices join it when they arrive. */
-typedef struct pending_frame {
-    int on;
-    carlo_frame f;
-} pending_frame;
-
-/* Complete the pending frame (waiting for its lattices, or only when they are there with
- * wait = 0) and hand it to o->write. */
-static int frame_finish(potts_system *s, const potts_run_opts *o, pending_frame *p, int wait)
-{
-    if (!p->on)
-        return 0;
-    const uint8_t *data = NULL;
-    int got = s->be->lattices_fetch(s, wait, &data);
-    if (got == 0)
-        return 0;
-    p->on = 0;
-    if (got < 0)
-        s->dead = s->device == CARLO_GPU;
-    int rc = -1;
-    const size_t bytes = lattice_bytes(s);
-    uint8_t *all = got > 0 ? carlo_malloc(bytes, "a lattice frame") : NULL;
-    if (all) {
-        /* in slices over the cores: the one copy a frame costs the run's thread */
-        const size_t slice = (size_t)1 << 22;
-        const int64_t n = (int64_t)((bytes + slice - 1) / slice);
-#pragma omp parallel for schedule(static) if (n > 4)
-        for (int64_t k = 0; k < n; k++) {
-            size_t at = (size_t)k * slice;
-            memcpy(all + at, data + at, bytes - at < slice ? bytes - at : slice);
-        }
-        if (add_spins(s, &p->f, all) == 0)
-            rc = o->write(o->ctx, &p->f);
-    }
-    carlo_frame_free(&p->f);
-    return rc;
-}
-
-/* The frame due now: handed over at once, or with its lattices under way. */
-static int frame_due(potts_system *s, const potts_run_opts *o, pending_frame *p)
-{
-    if (frame_finish(s, o, p, 1))
-        return -1;
-    carlo_frame_init(&p->f);
-    int rc = frame_head(s, &p->f);
-    if (rc == 0 && s->be->lattices_start) {
-        rc = s->be->lattices_start(s);
-        if (rc == 0) {
-            p->on = 1;
-            return 0;
-        }
-        if (rc < 0)
-            s->dead = s->device == CARLO_GPU;
-    }
-    if (rc >= 0) /* no copy under way: the lattices the plain way */
-        rc = add_lattices(s, &p->f) || o->write(o->ctx, &p->f) ? -1 : 0;
-    carlo_frame_free(&p->f);
-    return rc;
-}
-
-int potts_run_ex(potts_system *s, const potts_run_opts *o, potts_run_result *res)
-{
-    memset(res, 0, sizeof *res);
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
-    carlo_progress pr;
-    carlo_progress_start(&pr, "potts", "sweeps", (double)o->sweeps, o->quiet);
-    double t0 = carlo_now(), per_sweep = 0;
-    uint64_t chunk = 1, done = 0;
-    int rc = 0;
-    pending_frame pf = {0};
-    while (done < o->sweeps) {
-        uint64_t m = next_stop(s, o->sweeps - done, o->exchange_every, chunk);
-        m = next_stop(s, m, o->every, m);
-        if (o->walltime > 0 && per_sweep > 0) {
-            /* stop while the rest of the budget still covers this chunk and the reserve */
-            double left = o->walltime - (carlo_now() - t0) - o->reserve;
-            if (left < per_sweep * (double)m) {
-                uint64_t fit = left > 0 ? (uint64_t)(left / per_sweep) : 0;
-                if (fit == 0) {
-                    res->stopped_early = 1;
-                    break;
-                }
-                m = fit < m ? fit : m;
-            }
-        }
-        if (s->be->sweeps(s, m)) {
-            s->dead = s->device == CARLO_GPU;
-            rc = -1;
-            break;
-        }
-        done += m;
-        if (o->walltime > 0) { /* time what really ran, not what was queued */
-            if (s->be->sync(s)) {
-                s->dead = s->device == CARLO_GPU;
-                rc = -1;
-                break;
-            }
-            per_sweep = (carlo_now() - t0) / (double)done;
-        }
-        if (o->exchange_every && s->step % o->exchange_every == 0 && (rc = potts_exchange(s)))
-            break;
-        if (pf.on && (rc = frame_finish(s, o, &pf, 0)))
-            break;
-        if (o->every && s->step % o->every == 0 && o->write && (rc = frame_due(s, o, &pf)))
-            break;
-        if (carlo_interrupted) {
-            s->be->sync(s);
-            rc = carlo_seterr("interrupted");
-            break;
-        }
-        carlo_progress_update(&pr, (double)done);
-        if (carlo_now() - t0 < 0.05 && chunk < 1024)
-            chunk *= 2;
-    }
-    if (pf.on) { /* the last frame: nothing finished is lost, not even after Ctrl-C */
-        if (s->dead) {
-            carlo_frame_free(&pf.f);
-        } else {
-            int prc = frame_finish(s, o, &pf, 1);
-            if (prc && rc == 0)
-                rc = prc;
-        }
-    }
-    carlo_progress_end(&pr);
-    res->sweeps = done;
-    res->seconds = carlo_now() - t0;
-    return rc;
-}
-
-int potts_run(potts_system *s, uint64_t n)
-{
-    potts_run_opts o = {.sweeps = n, .quiet = 1};
-    potts_run_result r;
-    return potts_run_ex(s, &o, &r);
 }
 
 void potts_obs_finish(const potts_system *s, potts_obs *o)
@@ -556,8 +374,8 @@ void potts_obs_finish(const potts_system *s, potts_obs *o)
 
 int potts_observe(potts_system *s, potts_obs *out)
 {
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
+    if (carlo_sys_alive(&s->sys))
+        return -1;
     if (s->be->observe(s, out)) {
         s->dead = s->device == CARLO_GPU;
         return -1;
@@ -625,31 +443,4 @@ void potts_serial_sweep(uint8_t *spins, int L, int q, double beta, uint64_t seed
         if (dE <= 0 || carlo_u01f(d.v[3]) < exp(-beta * dE))
             spins[site] = t_new;
     }
-}
-
-/* ---------- frames ---------- */
-
-int potts_frame(potts_system *s, carlo_frame *f)
-{
-    return frame_head(s, f) || add_lattices(s, f) ? -1 : 0;
-}
-
-int potts_checkpoint(potts_system *s, carlo_frame *f)
-{
-    int32_t shape[4] = {s->L, s->q, s->R, (int32_t)s->algorithm};
-    if (carlo_frame_add_string(f, "carlo/model", "potts") ||
-        carlo_frame_add_u64(f, "configuration/step", s->step) ||
-        carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
-        carlo_frame_add_u64(f, "potts/halfstep", s->halfstep) ||
-        carlo_frame_add_copy(f, "potts/shape", CARLO_I32, 4, 1, shape) ||
-        carlo_frame_add_copy(f, "potts/beta", CARLO_F64, (uint64_t)s->R, 1, s->beta) ||
-        carlo_frame_add_copy(f, "potts/temperatures", CARLO_F64, (uint64_t)s->R, 1, s->temperatures) ||
-        carlo_frame_add_copy(f, "potts/slot", CARLO_I32, (uint64_t)s->R, 1, s->slot) ||
-        carlo_frame_add_copy(f, "potts/swap_tried", CARLO_U64, (uint64_t)s->R, 1, s->swap_tried) ||
-        carlo_frame_add_copy(f, "potts/swap_accepted", CARLO_U64, (uint64_t)s->R, 1, s->swap_accepted) ||
-        carlo_frame_add_copy(f, "potts/direction", CARLO_I32, (uint64_t)s->R, 1, s->direction) ||
-        carlo_frame_add_copy(f, "potts/round_trips", CARLO_U64, (uint64_t)s->R, 1, s->round_trips) ||
-        carlo_frame_add_u64(f, "potts/exchanges", s->exchanges))
-        return -1;
-    return add_lattices(s, f);
 }

@@ -9,9 +9,14 @@
 
 #include "core/device.h"
 #include "core/frame.h"
+#include "core/sys.h"
 #include "potts/potts_kernel.h"
 
 #define POTTS_L_MAX 65536
+/* The temperature range, the one place it is written: beta in [0, POTTS_BETA_MAX] (beta = 0 is
+ * infinite temperature; exp(4 beta), the largest Boltzmann factor, stays finite). */
+#define POTTS_BETA_MAX 177.0
+int potts_beta_ok(double beta);
 
 typedef enum potts_algorithm { POTTS_METROPOLIS = 0, POTTS_HEATBATH = 1 } potts_algorithm;
 
@@ -26,18 +31,15 @@ typedef struct potts_obs {
 struct potts_backend;
 
 typedef struct potts_system {
+    CARLO_SYS_HEADER;            /* seed, step (sweeps done), device, dead, replicas = R */
     int L, q, R;
     potts_algorithm algorithm;
-    carlo_device_kind device;
-    uint64_t seed;
-    uint64_t step;               /* sweeps done */
     uint64_t halfstep;           /* colour updates done: the RNG's step counter */
     double *beta;                /* beta[r] of replica r */
     potts_rates *rates;          /* rates[r], rebuilt by potts_set_beta */
     uint64_t rates_version;      /* bumped whenever rates change (GPU re-uploads) */
     const struct potts_backend *be;
     void *impl;                  /* the backend's own state */
-    int dead;                    /* a device error left the system unusable */
     /* parallel tempering bookkeeping: slot[k] = replica at temperature k (temperatures[k]) */
     int *slot;                   /* R */
     double *temperatures;        /* R, the ladder */
@@ -95,32 +97,9 @@ int potts_start_random(potts_system *s);
 int potts_set_beta(potts_system *s, int replica, double beta);
 void potts_rates_set(potts_rates *rt, double beta);
 
-/* A run of many sweeps as one C call: exchanges every exchange_every sweeps (0: none), a
- * frame (potts_frame) handed to write every `every` sweeps (trajectories), Ctrl-C polled
- * between chunks (returns -1, "interrupted"), a progress line, and with walltime > 0 a stop
- * before walltime - reserve seconds have passed (stopped_early set, return 0). Step counts
- * are absolute: exchanges and frames happen when s->step is a multiple of their period.
- * Where the backend can (lattices_start), a frame's lattices travel to the host while the
- * next sweeps run, and write sees the frame a little later, always in order and always
- * before the run returns. write may take the frame's owned buffers (traj_write_take). */
-typedef struct potts_run_opts {
-    uint64_t sweeps;
-    uint64_t exchange_every;
-    uint64_t every;
-    int (*write)(void *ctx, carlo_frame *f);
-    void *ctx;
-    double walltime, reserve;
-    int quiet;
-} potts_run_opts;
-
-typedef struct potts_run_result {
-    uint64_t sweeps;
-    double seconds;
-    int stopped_early;
-} potts_run_result;
-
-int potts_run_ex(potts_system *s, const potts_run_opts *o, potts_run_result *res);
-int potts_run(potts_system *s, uint64_t n); /* quiet, no exchanges */
+/* The system layer's operations (core/sys.h): runs go through carlo_run, with
+ * potts_exchange as a hook for parallel tempering. */
+extern const carlo_ops potts_ops;
 int potts_sweep_color(potts_system *s, int color);
 int potts_observe(potts_system *s, potts_obs *out);
 void potts_obs_finish(const potts_system *s, potts_obs *o); /* fill e and m from the counts */
@@ -138,8 +117,10 @@ void potts_unpack(int L, const uint8_t *color0, const uint8_t *color1, uint8_t *
 void potts_serial_sweep(uint8_t *spins, int L, int q, double beta, uint64_t seed,
                         uint64_t sweep);
 
-/* Frames for trajectories and checkpoints. */
+/* Frames for trajectories and checkpoints, and a system rebuilt from a checkpoint (NULL with
+ * the message set when the frame is damaged or inconsistent). */
 int potts_frame(potts_system *s, carlo_frame *f);
 int potts_checkpoint(potts_system *s, carlo_frame *f);
+potts_system *potts_restore(const carlo_frame *f, carlo_device_kind device);
 
 #endif

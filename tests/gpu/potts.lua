@@ -20,7 +20,7 @@ for _, q in ipairs{ 2, 9, 96 } do
       c:run{ sweeps = 100 }
       g:run{ sweeps = 100 }
       local name = ("gpu/potts/bitwise-q%d-L%d-%s"):format(q, L, algorithm)
-      local same = c:snapshot() == g:snapshot()
+      local same = c:snapshot().state == g:snapshot().state
       local oc, og = c:observe(), g:observe()
       check.ok(name, same and oc.equal_bonds == og.equal_bonds and oc.nmax == og.nmax,
                ("lattices %s, e %g vs %g"):format(same and "equal" or "differ", oc.e, og.e))
@@ -35,7 +35,7 @@ for _, algorithm in ipairs{ "metropolis", "heatbath" } do
   c:run{ sweeps = 100, exchange_every = 5 }
   g:run{ sweeps = 100, exchange_every = 5 }
   local same = true
-  for k = 1, 5 do same = same and c:snapshot(k) == g:snapshot(k) and c.map[k] == g.map[k] end
+  for k = 1, 5 do same = same and c:snapshot(k).state == g:snapshot(k).state and c.map[k] == g.map[k] end
   check.ok("gpu/potts/ensemble-bitwise-" .. algorithm, same)
 end
 
@@ -49,14 +49,14 @@ do
   local back = carlo.load(path, { device = "cpu" })
   back:run{ sweeps = 50 }
   c:run{ sweeps = 50 }
-  check.ok("gpu/potts/gpu-checkpoint-on-cpu", back:snapshot() == c:snapshot() and back.step == c.step)
+  check.ok("gpu/potts/gpu-checkpoint-on-cpu", back:snapshot().state == c:snapshot().state and back.step == c.step)
 end
 
 -- Out of memory is an error that names the size, and the process carries on.
 do
   local ok, err = pcall(carlo.potts_ensemble, { L = 65536, q = 9, temperatures = { 1, 2, 3, 4, 5, 6, 7, 8,
     9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
-    33, 34, 35, 36, 37, 38, 39, 40 }, seed = 1, device = "gpu", start = "ordered" })
+    33, 34, 35, 36, 37, 38, 39, 40 }, seed = 1, device = "gpu", init = "ordered" })
   check.ok("gpu/potts/out-of-memory", not ok and tostring(err):find("out of GPU memory", 1, true) and
            tostring(err):find("GiB", 1, true), tostring(err))
   local s = carlo.potts{ L = 64, q = 3, T = 1, seed = 1, device = "gpu" }

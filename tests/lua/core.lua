@@ -90,7 +90,7 @@ end
 
 -- carlo.anneal: one row per temperature, state carried along, errors named.
 do
-  local sys = carlo.potts{ L = 16, q = 3, T = 0.5, seed = 1, start = "ordered", device = "cpu" }
+  local sys = carlo.potts{ L = 16, q = 3, T = 0.5, seed = 1, init = "ordered", device = "cpu" }
   local path = tmp .. "/anneal.tsv"
   local res = carlo.anneal{ system = sys, ladder = carlo.ladder{ from = 0.6, to = 1.4, step = 0.4 },
                             equilibrate = 100, measure = 400, every = 4, log = path, quiet = true }

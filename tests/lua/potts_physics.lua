@@ -32,10 +32,10 @@ local function onsager_potts_e(T)
   return -1 + u / 2
 end
 local Tc2 = 1 / math.log(1 + math.sqrt(2))
-for _, case in ipairs{ { f = 0.8, start = "ordered" }, { f = 1.5, start = "random" } } do
+for _, case in ipairs{ { f = 0.8, init = "ordered" }, { f = 1.5, init = "random" } } do
   for _, algorithm in ipairs{ "metropolis", "heatbath" } do
     local T = case.f * Tc2
-    local s = carlo.potts{ L = 64, q = 2, T = T, seed = 11, start = case.start, device = "cpu",
+    local s = carlo.potts{ L = 64, q = 2, T = T, seed = 11, init = case.start, device = "cpu",
                            algorithm = algorithm }
     s:run{ sweeps = 1000 }
     local r = s:sample{ sweeps = 20000, every = 4 }
@@ -47,8 +47,8 @@ end
 -- The checkerboard (Metropolis and heat bath) against the serial random-site Metropolis
 -- reference, away from Tc, q = 3 and 9, L = 16.
 local function serial_reference(L, q, T, start, sweeps, every, seed)
-  local s = carlo.potts{ L = L, q = q, T = T, seed = seed, start = start, device = "cpu" }
-  local spins = s:snapshot()
+  local s = carlo.potts{ L = L, q = q, T = T, seed = seed, init = start, device = "cpu" }
+  local spins = s:snapshot().state
   local es = {}
   for t = 1, sweeps do
     carlo.reference.potts_sweep(spins, q, 1 / T, seed, t)
@@ -60,11 +60,11 @@ local function serial_reference(L, q, T, start, sweeps, every, seed)
   return carlo.stats(es)
 end
 
-for _, case in ipairs{ { q = 3, T = 0.7, start = "ordered" }, { q = 3, T = 1.4, start = "random" },
-                       { q = 9, T = 0.6, start = "ordered" }, { q = 9, T = 1.0, start = "random" } } do
+for _, case in ipairs{ { q = 3, T = 0.7, init = "ordered" }, { q = 3, T = 1.4, init = "random" },
+                       { q = 9, T = 0.6, init = "ordered" }, { q = 9, T = 1.0, init = "random" } } do
   local ref = serial_reference(16, case.q, case.T, case.start, 12000, 4, 77)
   for _, algorithm in ipairs{ "metropolis", "heatbath" } do
-    local s = carlo.potts{ L = 16, q = case.q, T = case.T, seed = 5, start = case.start, device = "cpu",
+    local s = carlo.potts{ L = 16, q = case.q, T = case.T, seed = 5, init = case.start, device = "cpu",
                            algorithm = algorithm }
     s:run{ sweeps = 500 }
     local r = s:sample{ sweeps = 12000, every = 4 }

@@ -112,7 +112,7 @@ do
   local tr = carlo.trajectory(D .. "/sys.ctr", "w", { threads = 0 })
   tr:write(sys, { ["log/energy"] = sys:observe().e })
   local f = tr:frame(1)
-  check.ok("lua/traj/system-frame", f["lattice/spins"] == sys:snapshot() and
+  check.ok("lua/traj/system-frame", f["lattice/spins"] == sys:snapshot().state and
     f["log/energy"][1] == sys:observe().e and f["lattice/q"][1] == 3)
   check.raises("lua/traj/system-logs-only", function() tr:write(sys, { ["lattice/x"] = 1 }) end,
     "log/... chunks only", "lattice/x")

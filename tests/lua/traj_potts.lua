@@ -34,7 +34,7 @@ do
   check.ok("lua/traj/potts-run-steps", ok and r.step == 95, table.concat(steps, " "))
   local last = tr:frame(-1)
   sys:run{ sweeps = 5 } -- step 100: no trajectory now
-  check.ok("lua/traj/potts-run-last-frame", tr:frame(9)["lattice/spins"] ~= sys:snapshot() and
+  check.ok("lua/traj/potts-run-last-frame", tr:frame(9)["lattice/spins"] ~= sys:snapshot().state and
     last["configuration/step"][1] == 90 and last["lattice/q"][1] == 5 and
     last["lattice/temperature"][1] == sys.T)
   check.raises("lua/traj/potts-run-needs-every", function()
@@ -56,7 +56,7 @@ do
   local same = true
   for k = 1, #ro do
     twin:run{ sweeps = 10 }
-    same = same and ro:frame(k)["lattice/spins"] == twin:snapshot()
+    same = same and ro:frame(k)["lattice/spins"] == twin:snapshot().state
   end
   check.ok("lua/traj/potts-frames-are-the-run", same)
   ro:close()
@@ -77,7 +77,7 @@ local function continues(name, make, n, run_opts)
   b:close()
   c:run(opts)
   local same = c.step == a.step
-  for k = 1, a.R do same = same and a:snapshot(k) == c:snapshot(k) end
+  for k = 1, a.R do same = same and a:snapshot(k).state == c:snapshot(k).state end
   if a.R > 1 then
     local ta, tc = a:tempering(), c:tempering()
     for k = 1, a.R do same = same and ta.map[k] == tc.map[k] end

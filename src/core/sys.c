@@ -1,0 +1,344 @@
+/* sys.c — see sys.h: controls, observable sets, the model registry and the run driver. */
+#include "core/sys.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/progress.h"
+
+int carlo_sys_dead(void)
+{
+    return carlo_seterr("this system died on an earlier device error");
+}
+
+int carlo_sys_alive(const carlo_sys *s)
+{
+    return s->dead ? carlo_sys_dead() : 0;
+}
+
+/* ---------- observables ---------- */
+
+int carlo_obs_add(carlo_obs_set *o, const char *name)
+{
+    if (o->n >= CARLO_OBS_MAX)
+        return -1;
+    o->name[o->n] = name;
+    return o->n++;
+}
+
+void carlo_obs_derive(carlo_obs_set *o, const char *name, carlo_derived_of fn, int n,
+                      const int *in, const int *pow)
+{
+    if (o->nderived >= CARLO_DERIVED_MAX || n < 1 || n > CARLO_DERIVED_IN)
+        return;
+    carlo_derived *d = &o->derived[o->nderived++];
+    memset(d, 0, sizeof *d);
+    d->name = name;
+    d->fn = fn;
+    d->n = n;
+    for (int k = 0; k < n; k++) {
+        d->in[k] = in[k];
+        d->pow[k] = pow[k];
+    }
+}
+
+/* ---------- controls ---------- */
+
+const carlo_control *carlo_control_find(const carlo_sys *s, const char *name)
+{
+    for (int k = 0; k < s->ops->ncontrols; k++)
+        if (strcmp(s->ops->controls[k].name, name) == 0)
+            return &s->ops->controls[k];
+    return NULL;
+}
+
+const char *carlo_control_range(const carlo_control *c, char *buf, size_t size)
+{
+    if (isinf(c->hi))
+        snprintf(buf, size, "%s %s %.17g", c->name, c->lo_closed ? ">=" : ">", c->lo);
+    else
+        snprintf(buf, size, "%s in %c%.17g, %.17g%c", c->name, c->lo_closed ? '[' : '(', c->lo,
+                 c->hi, c->hi_closed ? ']' : ')');
+    return buf;
+}
+
+int carlo_control_set(carlo_sys *s, const carlo_control *c, double v)
+{
+    int ok = isfinite(v) && (c->lo_closed ? v >= c->lo : v > c->lo) &&
+             (c->hi_closed ? v <= c->hi : v < c->hi);
+    if (!ok) {
+        char r[128];
+        return carlo_seterr("%s must be a number with %s (got %.17g)", c->name,
+                            carlo_control_range(c, r, sizeof r), v);
+    }
+    if (carlo_sys_alive(s))
+        return -1;
+    return c->set(s, v);
+}
+
+/* ---------- registry ---------- */
+
+#define MODELS_MAX 16
+static const carlo_ops *models[MODELS_MAX];
+
+void carlo_ops_register(const carlo_ops *ops)
+{
+    for (int k = 0; k < MODELS_MAX; k++) {
+        if (models[k] == ops)
+            return;
+        if (!models[k]) {
+            models[k] = ops;
+            return;
+        }
+    }
+}
+
+const carlo_ops *carlo_ops_find(const char *name)
+{
+    for (int k = 0; k < MODELS_MAX && models[k]; k++)
+        if (strcmp(models[k]->name, name) == 0)
+            return models[k];
+    return NULL;
+}
+
+/* ---------- the run driver ---------- */
+
+static int fail(carlo_sys *s)
+{
+    s->dead |= s->device == CARLO_GPU;
+    return -1;
+}
+
+/* A frame whose slow part (lattices on their way from the device) joins it later. */
+typedef struct pending {
+    int on;
+    carlo_frame f;
+} pending;
+
+static int pending_finish(carlo_sys *s, const carlo_run_opts *o, pending *p, int wait)
+{
+    if (!p->on)
+        return 0;
+    int got = s->ops->frame_fetch(s, &p->f, wait);
+    if (got == 0)
+        return 0;
+    p->on = 0;
+    int rc = got < 0 ? fail(s) : o->write(o->ctx, &p->f);
+    carlo_frame_free(&p->f);
+    return rc;
+}
+
+static int frame_due(carlo_sys *s, const carlo_run_opts *o, pending *p)
+{
+    if (pending_finish(s, o, p, 1))
+        return -1;
+    carlo_frame_init(&p->f);
+    int rc = 1;
+    if (s->ops->frame_start) {
+        rc = s->ops->frame_start(s, &p->f);
+        if (rc == 0) {
+            p->on = 1;
+            return 0;
+        }
+        if (rc < 0)
+            fail(s);
+        carlo_frame_free(&p->f);
+        carlo_frame_init(&p->f);
+    }
+    if (rc > 0) /* the plain way */
+        rc = s->ops->frame(s, &p->f) || o->write(o->ctx, &p->f) ? -1 : 0;
+    carlo_frame_free(&p->f);
+    return rc;
+}
+
+/* Units until the next stop: the end, a hook, a frame, or a poll. */
+static uint64_t next_stop(uint64_t step, uint64_t left, uint64_t every)
+{
+    if (every) {
+        uint64_t to = every - step % every;
+        if (to < left)
+            left = to;
+    }
+    return left;
+}
+
+static int run_steps(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *res,
+                     carlo_progress *pr)
+{
+    const double t0 = carlo_now();
+    double per_unit = 0;
+    uint64_t chunk = 1, done = 0;
+    const uint64_t frames = o->write ? o->every : 0;
+    int rc = 0;
+    pending pf = {0};
+    while (done < o->n) {
+        uint64_t m = next_stop(s->step, o->n - done < chunk ? o->n - done : chunk, frames);
+        for (int h = 0; h < 2; h++)
+            m = next_stop(s->step, m, o->hook[h].fn ? o->hook[h].every : 0);
+        if (o->walltime > 0 && per_unit > 0) {
+            /* stop while the rest of the budget still covers this chunk and the reserve */
+            double left = o->walltime - (carlo_now() - t0) - o->reserve;
+            if (left < per_unit * (double)m) {
+                uint64_t fit = left > 0 ? (uint64_t)(left / per_unit) : 0;
+                if (fit == 0) {
+                    res->stopped_early = 1;
+                    break;
+                }
+                m = fit < m ? fit : m;
+            }
+        }
+        if (s->ops->advance(s, m)) {
+            rc = -1; /* the model marks itself dead on a device error */
+            break;
+        }
+        done += m;
+        if (o->walltime > 0) { /* time what really ran, not what was queued */
+            if (s->ops->sync(s)) {
+                rc = fail(s);
+                break;
+            }
+            per_unit = (carlo_now() - t0) / (double)done;
+        }
+        for (int h = 0; h < 2 && rc == 0; h++)
+            if (o->hook[h].fn && o->hook[h].every && s->step % o->hook[h].every == 0)
+                rc = o->hook[h].fn(s, o->hook[h].ctx);
+        if (rc)
+            break;
+        if (pf.on && (rc = pending_finish(s, o, &pf, 0)))
+            break;
+        if (frames && s->step % frames == 0 && (rc = frame_due(s, o, &pf)))
+            break;
+        if (carlo_interrupted) {
+            s->ops->sync(s);
+            rc = carlo_seterr("interrupted");
+            break;
+        }
+        carlo_progress_update(pr, (double)done);
+        if (carlo_now() - t0 < 0.05 && chunk < ((uint64_t)1 << 40))
+            chunk *= 2;
+    }
+    if (pf.on) { /* the last frame: nothing finished is lost, not even after Ctrl-C */
+        if (s->dead) {
+            carlo_frame_free(&pf.f);
+        } else {
+            int prc = pending_finish(s, o, &pf, 1);
+            if (prc && rc == 0)
+                rc = prc;
+        }
+    }
+    res->done = done;
+    return rc;
+}
+
+static int run_continuous(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *res,
+                          carlo_progress *pr)
+{
+    double t;
+    uint64_t ev;
+    s->ops->clock(s, &t, &ev);
+    const double t_begin = t;
+    const uint64_t ev_begin = ev;
+    double t_final = INFINITY;
+    uint64_t ev_final = UINT64_MAX;
+    if (o->clock == CARLO_CLOCK_TIME) {
+        if (!(o->time > 0) || !isfinite(o->time))
+            return carlo_seterr("time must be a finite number > 0 (got %g)", o->time);
+        t_final = t + o->time;
+        if (!(t_final > t))
+            return carlo_seterr("time = %g is below the resolution of t = %.17g", o->time, t);
+    } else {
+        if (!o->n)
+            return carlo_seterr("events must be at least 1");
+        ev_final = ev + o->n < ev ? UINT64_MAX - 1 : ev + o->n;
+    }
+    const double every = o->write && o->every_time > 0 ? o->every_time : 0;
+    double next_k = 0;
+    if (every > 0) {
+        next_k = floor(t / every) + 1;
+        while (next_k * every <= t)
+            next_k += 1;
+    }
+    const double t0 = carlo_now();
+    uint64_t budget = 1;
+    double chunk_seconds = 0;
+    int rc = 0;
+    for (;;) {
+        double stop = t_final;
+        int at_frame = 0;
+        if (every > 0 && next_k * every <= stop) {
+            stop = next_k * every;
+            at_frame = 1;
+        }
+        int reached = 0;
+        while (!reached) {
+            if (o->walltime > 0 &&
+                carlo_now() - t0 + o->reserve + chunk_seconds > o->walltime) {
+                res->stopped_early = 1;
+                goto out;
+            }
+            const double w0 = carlo_now();
+            if (s->ops->advance_to(s, stop, ev_final, budget, &reached)) {
+                rc = -1; /* the model marks itself dead on a device error */
+                goto out;
+            }
+            chunk_seconds = carlo_now() - w0;
+            if (carlo_interrupted) {
+                rc = carlo_seterr("interrupted");
+                goto out;
+            }
+            s->ops->clock(s, &t, &ev);
+            carlo_progress_update(pr, o->clock == CARLO_CLOCK_TIME ? t - t_begin
+                                                                   : (double)(ev - ev_begin));
+            if (chunk_seconds < 0.02 && budget < ((uint64_t)1 << 24))
+                budget *= 2;
+        }
+        s->ops->clock(s, &t, &ev);
+        if (at_frame && t == stop) {
+            next_k += 1;
+            carlo_frame f;
+            carlo_frame_init(&f);
+            rc = s->ops->frame(s, &f) || o->write(o->ctx, &f) ? -1 : 0;
+            carlo_frame_free(&f);
+            if (rc)
+                goto out;
+        }
+        if (!(t < t_final) || ev >= ev_final)
+            break;
+    }
+out:
+    s->ops->clock(s, &t, &ev);
+    res->done = ev - ev_begin;
+    res->time_done = t - t_begin;
+    return rc;
+}
+
+int carlo_run(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (carlo_sys_alive(s))
+        return -1;
+    if ((o->clock == CARLO_CLOCK_STEP) == (s->ops->continuous != 0))
+        return carlo_seterr("%s counts %s", s->ops->name, s->ops->unit);
+    carlo_progress pr;
+    const char *label = o->label ? o->label : s->ops->name;
+    if (o->clock == CARLO_CLOCK_TIME)
+        carlo_progress_start(&pr, label, "time", o->time, o->quiet);
+    else
+        carlo_progress_start(&pr, label, o->clock == CARLO_CLOCK_EVENTS ? "events" : s->ops->unit,
+                             (double)o->n, o->quiet);
+    double t0 = carlo_now();
+    int rc = s->ops->continuous ? run_continuous(s, o, res, &pr) : run_steps(s, o, res, &pr);
+    carlo_progress_end(&pr);
+    res->seconds = carlo_now() - t0;
+    return rc;
+}
+
+int carlo_advance(carlo_sys *s, uint64_t n)
+{
+    carlo_run_opts o = {.clock = s->ops->continuous ? CARLO_CLOCK_EVENTS : CARLO_CLOCK_STEP,
+                        .n = n, .quiet = 1};
+    carlo_run_result r;
+    return n ? carlo_run(s, &o, &r) : 0;
+}

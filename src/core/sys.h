@@ -1,0 +1,185 @@
+/* sys.h — the system layer's C half: the header every model's system struct starts with, the
+ * operations table a model fills, and the one run driver (chunks, frames, walltime, Ctrl-C,
+ * progress) that every model's run goes through. No Lua here: C hosts use it as it is.
+ *
+ * A model's system struct begins with CARLO_SYS_HEADER, so that s->step and (&s->sys) both
+ * work on it:
+ *     typedef struct potts_system { CARLO_SYS_HEADER; int L, q; ... } potts_system;
+ * and the generic code sees a carlo_sys *. */
+#ifndef CARLO_SYS_H
+#define CARLO_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/device.h"
+#include "core/frame.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct carlo_ops;
+
+#define CARLO_SYS_FIELDS                                                                       \
+    const struct carlo_ops *ops; /* the model's operations */                                 \
+    uint64_t seed;                                                                             \
+    uint64_t step;               /* units of advance done: sweeps (KMC: tiled steps) */        \
+    carlo_device_kind device;                                                                  \
+    int dead;                    /* a device error left the system unusable */                 \
+    int replicas;                /* copies observed together: 1, or R of an ensemble */
+
+typedef struct carlo_sys {
+    CARLO_SYS_FIELDS
+} carlo_sys;
+
+/* The common header: carlo_sys as `sys`, and its fields by name. */
+#define CARLO_SYS_HEADER                                                                       \
+    union {                                                                                    \
+        carlo_sys sys;                                                                         \
+        struct {                                                                               \
+            CARLO_SYS_FIELDS                                                                   \
+        };                                                                                     \
+    }
+
+/* The message for every call on a system a device error killed: -1. */
+int carlo_sys_dead(void);
+/* -1 with that message when s is dead, else 0. */
+int carlo_sys_alive(const carlo_sys *s);
+
+/* ---------- what a model declares ---------- */
+
+/* A control parameter, settable by name (sys.T = 1.2) with a range check done for the model. */
+typedef struct carlo_control {
+    const char *name;            /* "T" */
+    double lo, hi;               /* the range ... */
+    int lo_closed, hi_closed;    /* ... with or without its ends */
+    int (*get)(carlo_sys *s, double *v);
+    int (*set)(carlo_sys *s, double v); /* may refuse more (-1 with a message) */
+} carlo_control;
+
+/* Observables: names of the values observe() writes, and derived quantities whose value is
+ * a function of means (fluctuations: C, chi, V_L, ...), computed by the shared code with a
+ * jackknife error. Input k is the mean of value in[k] raised to pow[k]. */
+#define CARLO_OBS_MAX 24
+#define CARLO_DERIVED_MAX 8
+#define CARLO_DERIVED_IN 4
+typedef double (*carlo_derived_of)(const double *means, const carlo_sys *s, int replica);
+typedef struct carlo_derived {
+    const char *name;
+    int n;
+    int in[CARLO_DERIVED_IN], pow[CARLO_DERIVED_IN];
+    carlo_derived_of fn;
+} carlo_derived;
+typedef struct carlo_obs_set {
+    int n;
+    const char *name[CARLO_OBS_MAX];
+    int nderived;
+    carlo_derived derived[CARLO_DERIVED_MAX];
+} carlo_obs_set;
+/* Add a value's name (its index returned) or a derived quantity of up to four inputs. */
+int carlo_obs_add(carlo_obs_set *o, const char *name);
+void carlo_obs_derive(carlo_obs_set *o, const char *name, carlo_derived_of fn, int n,
+                      const int *in, const int *pow);
+
+/* Move counters since the system was made (0 where a model has none). */
+typedef struct carlo_counts {
+    uint64_t tried, accepted;               /* trial moves (or events) */
+    uint64_t volume_tried, volume_accepted; /* box moves (NPT) */
+} carlo_counts;
+
+/* How a model counts its progress. */
+typedef enum carlo_clock {
+    CARLO_CLOCK_STEP = 0, /* whole units: sweeps */
+    CARLO_CLOCK_EVENTS,   /* events of a continuous-time model */
+    CARLO_CLOCK_TIME,     /* model time of a continuous-time model */
+} carlo_clock;
+
+typedef struct carlo_ops {
+    const char *name;  /* "potts": the model's name in checkpoints (carlo/model) */
+    const char *unit;  /* "sweeps": what advance counts */
+    int continuous;    /* 1: advance_to and clock, not advance (KMC) */
+    /* Step models: exactly n more units (sweeps), step += n. May queue work (GPU). */
+    int (*advance)(carlo_sys *s, uint64_t n);
+    /* Continuous models: towards model time t_stop or event count ev_stop, whichever comes
+     * first, at most `budget` units of work per call; *reached = 1 once there (or once no
+     * event can happen before t_stop). */
+    int (*advance_to)(carlo_sys *s, double t_stop, uint64_t ev_stop, uint64_t budget,
+                      int *reached);
+    void (*clock)(const carlo_sys *s, double *t, uint64_t *events);
+    int (*sync)(carlo_sys *s); /* wait for queued work; reports late device errors */
+    /* The names observe writes for these options (opt: the model's own, may be NULL), and
+     * the values now: replicas x n, in the order of the replicas' controls (temperatures). */
+    int (*observables)(carlo_sys *s, const void *opt, carlo_obs_set *out);
+    int (*observe)(carlo_sys *s, const void *opt, double *values);
+    int (*counts)(carlo_sys *s, carlo_counts *c); /* may be NULL */
+    const carlo_control *controls;
+    int ncontrols;
+    /* A trajectory frame of the configuration; a checkpoint (everything to continue
+     * bit-identically); and a new system from a checkpoint on a device. */
+    int (*frame)(carlo_sys *s, carlo_frame *f);
+    int (*checkpoint)(carlo_sys *s, carlo_frame *f);
+    carlo_sys *(*restore)(const carlo_frame *f, carlo_device_kind device);
+    /* Optional: frames taken while the run goes on. frame_start adds to f what is known now
+     * and starts the copy of the rest (0), or returns 1 (take the frame the plain way);
+     * frame_fetch adds the rest once it arrived (1), or returns 0 while it has not (only
+     * with wait = 0). One frame at a time. */
+    int (*frame_start)(carlo_sys *s, carlo_frame *f);
+    int (*frame_fetch)(carlo_sys *s, carlo_frame *f, int wait);
+    void (*destroy)(carlo_sys *s);
+} carlo_ops;
+
+const carlo_control *carlo_control_find(const carlo_sys *s, const char *name);
+/* Check the range and set: 0, or -1 with "name must be ... (got v)". */
+int carlo_control_set(carlo_sys *s, const carlo_control *c, double v);
+/* "T > 0", "beta in [0, 177]": the range in words, into buf. */
+const char *carlo_control_range(const carlo_control *c, char *buf, size_t size);
+
+/* Models known to this process, for restoring checkpoints by name (carlo_load in C). */
+void carlo_ops_register(const carlo_ops *ops);
+const carlo_ops *carlo_ops_find(const char *name);
+
+/* ---------- the run driver ---------- */
+
+/* Something to do when the step is a multiple of `every` (exchanges, energy checks). */
+typedef struct carlo_hook {
+    uint64_t every;
+    int (*fn)(carlo_sys *s, void *ctx);
+    void *ctx;
+} carlo_hook;
+
+typedef struct carlo_run_opts {
+    carlo_clock clock;   /* STEP for step models; EVENTS or TIME for continuous ones */
+    uint64_t n;          /* STEP, EVENTS: this many more units */
+    double time;         /* TIME: this much more model time */
+    /* Frames: when the step is a multiple of every (step models) or at every multiple of
+     * every_time in model time (continuous ones), handed to write (which may take the
+     * frame's owned buffers). */
+    uint64_t every;
+    double every_time;
+    int (*write)(void *ctx, carlo_frame *f);
+    void *ctx;
+    carlo_hook hook[2];
+    double walltime, reserve; /* stop before walltime - reserve seconds (stopped_early) */
+    int quiet;
+    const char *label;        /* progress line; the model's name when NULL */
+} carlo_run_opts;
+
+typedef struct carlo_run_result {
+    uint64_t done;       /* STEP: units done; EVENTS: events */
+    double time_done;    /* continuous models: model time advanced */
+    double seconds;
+    int stopped_early;   /* walltime */
+} carlo_run_result;
+
+/* Run: Ctrl-C polled between chunks (returns -1, "interrupted", every frame due before it
+ * written), a progress line on long runs, hooks and frames at absolute step multiples. */
+int carlo_run(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *res);
+/* n more units (or that much time), quiet, nothing else. */
+int carlo_advance(carlo_sys *s, uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
