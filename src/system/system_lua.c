@@ -601,11 +601,24 @@ static void push_names(lua_State *L, const char *const *names, int n)
     }
 }
 
+/* The method key of the system at 1, or a Lua error naming the model. */
+static int push_method(lua_State *L, const carlo_lua_model *m, const char *key)
+{
+    lua_getmetatable(L, 1);
+    lua_getfield(L, -1, "methods");
+    if (lua_getfield(L, -1, key) == LUA_TNIL)
+        return luaL_error(L, "%s: no field or method '%s'", m->ops->name, key);
+    return 1;
+}
+
 static int l_index(lua_State *L)
 {
-    carlo_sys *s;
-    const carlo_lua_model *m = check_model(L, 1, &s);
+    const carlo_lua_model *m = model_of(L, 1);
     const char *key = luaL_checkstring(L, 2);
+    if (m && !((sys_ud *)lua_touserdata(L, 1))->s) /* closed: methods only (close again is fine) */
+        return push_method(L, m, key);
+    carlo_sys *s;
+    m = check_model(L, 1, &s);
     const char *alias = alias_of(m, key);
     if (alias) {
         carlo_lua_renamed(m->ops->name, key, alias);
@@ -657,10 +670,7 @@ static int l_index(lua_State *L)
         }
         if (m->index && m->index(L, s, key))
             return 1;
-        lua_getmetatable(L, 1);
-        lua_getfield(L, -1, "methods");
-        if (lua_getfield(L, -1, key) == LUA_TNIL)
-            return luaL_error(L, "%s: no field or method '%s'", m->ops->name, key);
+        return push_method(L, m, key);
     }
     return 1;
 }
@@ -675,13 +685,20 @@ static int l_newindex(lua_State *L)
         carlo_lua_renamed(m->ops->name, key, alias);
         key = alias;
     }
+    if (m->newindex && m->newindex(L, s, key, 3))
+        return 0;
     const carlo_control *c = carlo_control_find(s, key);
     if (!c) {
         luaL_Buffer b;
         luaL_buffinit(L, &b);
-        for (int k = 0; k < s->ops->ncontrols; k++) {
-            luaL_addstring(&b, k ? ", " : "");
+        int nset = 0;
+        for (int k = 0; k < s->ops->ncontrols; k++, nset++) {
+            luaL_addstring(&b, nset ? ", " : "");
             luaL_addstring(&b, s->ops->controls[k].name);
+        }
+        for (int k = 0; m->settable && m->settable[k]; k++, nset++) {
+            luaL_addstring(&b, nset ? ", " : "");
+            luaL_addstring(&b, m->settable[k]);
         }
         luaL_pushresult(&b);
         int top = lua_gettop(L);
@@ -691,7 +708,7 @@ static int l_newindex(lua_State *L)
         lua_settop(L, top);
         return luaL_error(L, "%s: %s field '%s' (settable: %s)", m->ops->name,
                           known ? "read-only" : "unknown", key,
-                          s->ops->ncontrols ? lua_tostring(L, -1) : "none");
+                          nset ? lua_tostring(L, top) : "none");
     }
     if (lua_type(L, 3) != LUA_TNUMBER) {
         char r[128];
@@ -735,6 +752,8 @@ static int legacy_restore(lua_State *L, const carlo_frame *f, const char *device
     lua_pop(L, 2);
     if (!m)
         return luaL_error(L, "carlo.load: no model '%s'", name);
+    if (!device && m->load_device)
+        device = m->load_device(f);
     carlo_device_kind kind = carlo_lua_device(L, "carlo.load", device);
     carlo_sys *s = m->ops->restore(f, kind);
     if (!s)

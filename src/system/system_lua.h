@@ -38,6 +38,14 @@ typedef struct carlo_lua_model {
     /* Old field names still read and written one release: {"old", "new", ..., NULL}; each
      * warns once per process. */
     const char *const *aliases;
+    /* Optional: sys.key = value (at stack index value) for the model's own settable fields,
+     * asked before the controls: returns 1 when it took the key, 0 to leave it to the
+     * controls. settable names those fields for the message that lists what can be set. */
+    int (*newindex)(lua_State *L, carlo_sys *s, const char *key, int value);
+    const char *const *settable;
+    /* Optional: the device carlo.load asks for when its call names none, from the checkpoint
+     * (NULL: the default device); KMC's serial algorithms run on the CPU only. */
+    const char *(*load_device)(const carlo_frame *f);
 } carlo_lua_model;
 
 /* Register the model: its metatable with the common metamethods and verbs, its methods,

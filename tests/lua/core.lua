@@ -102,4 +102,20 @@ do
   check.raises("lua/core/anneal-missing-measure", function()
     carlo.anneal{ system = sys, ladder = { 1 } }
   end, "measure is required")
+  -- any control by name; every declared observable logged with its error and tau
+  local bpath = tmp .. "/anneal-beta.tsv"
+  local bres = carlo.anneal{ system = sys, control = "beta", ladder = { 0, 0.5 }, measure = 40,
+                             every = 4, log = bpath, quiet = true }
+  check.ok("lua/core/anneal-any-control", #bres == 2 and bres[1].beta == 0 and sys.beta == 0.5 and
+    math.abs(bres[1].e.mean + 2 / 3) < 0.1, ("e at beta = 0: %s"):format(bres[1].e.mean))
+  local f = io.open(bpath)
+  local header = f:read("l")
+  f:close()
+  local cols = {}
+  for c in header:gmatch("[^\t]+") do cols[c] = true end
+  check.ok("lua/core/anneal-logs-every-observable", cols.beta and cols.V_L and cols.V_L_err and
+    cols.tau_C and cols.chi_err, header)
+  check.raises("lua/core/anneal-unknown-control", function()
+    carlo.anneal{ system = sys, control = "pressure", ladder = { 1 }, measure = 4 }
+  end, "control 'pressure' is not one of", "T, beta")
 end
