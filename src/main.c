@@ -70,7 +70,12 @@ static int print_devices(void)
     if (!rt)
         return 1;
     printf("carlo %s\n", carlo_version());
-    printf("cpu: %d threads (OpenMP)\n", carlo_cpu_threads());
+    if (carlo_threads_fixed())
+        printf("cpu: %d threads (OpenMP; fixed by OMP_NUM_THREADS)\n", carlo_threads_fixed());
+    else
+        printf("cpu: %d threads (OpenMP); each system runs on 1 or %d, whichever it measures "
+               "faster (a busy machine gets 1); carlo.threads(n) or OMP_NUM_THREADS fixes the "
+               "count\n", carlo_threads_all(), carlo_threads_all());
     printf("cuda: %s\n", carlo_gpu_runtime());
     int n = carlo_gpu_count();
     if (n == 0)

@@ -24,8 +24,10 @@ static int l_devices(lua_State *L)
 {
     lua_createtable(L, 0, 4);
     lua_createtable(L, 0, 1);
-    lua_pushinteger(L, carlo_cpu_threads());
+    lua_pushinteger(L, carlo_threads_fixed() ? carlo_cpu_threads() : carlo_threads_all());
     lua_setfield(L, -2, "threads");
+    lua_pushstring(L, carlo_threads_fixed() ? "fixed" : "auto");
+    lua_setfield(L, -2, "threads_mode");
     lua_setfield(L, -2, "cpu");
     int n = carlo_gpu_count();
     lua_createtable(L, n, 0);
@@ -52,19 +54,25 @@ static int l_devices(lua_State *L)
     return 1;
 }
 
-/* carlo.threads([n]) -> the number of CPU threads the CPU backends use (sets it first). */
+/* carlo.threads([n | "auto"]) -> the number of CPU threads the CPU backends use at most.
+ * n fixes the count; "auto" (the default, unless OMP_NUM_THREADS is set) lets carlo give each
+ * system's chunks of work one thread or all, whichever measures faster. */
 static int l_threads(lua_State *L)
 {
-    if (!lua_isnoneornil(L, 1)) {
-        lua_Integer n = luaL_checkinteger(L, 1);
+    if (lua_type(L, 1) == LUA_TSTRING && strcmp(lua_tostring(L, 1), "auto") == 0) {
+        carlo_threads_fix(0);
+    } else if (!lua_isnoneornil(L, 1)) {
+        if (!lua_isinteger(L, 1))
+            return luaL_error(L, "carlo.threads: give an integer from 1 to 4096 or \"auto\" (got %s)",
+                              luaL_tolstring(L, 1, NULL));
+        lua_Integer n = lua_tointeger(L, 1);
         if (n < 1 || n > 4096)
             return luaL_error(L, "carlo.threads: n must be from 1 to 4096 (got %I)", n);
-#ifdef _OPENMP
-        omp_set_num_threads((int)n);
-#endif
+        carlo_threads_fix((int)n);
     }
-    lua_pushinteger(L, carlo_cpu_threads());
-    return 1;
+    lua_pushinteger(L, carlo_threads_fixed() ? carlo_cpu_threads() : carlo_threads_all());
+    lua_pushstring(L, carlo_threads_fixed() ? "fixed" : "auto");
+    return 2;
 }
 
 /* carlo.set_device("auto" | "cpu" | "gpu"): the default of device = in constructors. */

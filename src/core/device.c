@@ -2,6 +2,7 @@
 #include "core/device.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -40,6 +41,39 @@ int carlo_cpu_threads(void)
     return omp_get_max_threads();
 #else
     return 1;
+#endif
+}
+
+static int threads_fixed = -1; /* -1: not decided yet; 0: carlo chooses; n: fixed */
+static int threads_all;
+
+static void threads_init(void)
+{
+    if (threads_fixed >= 0)
+        return;
+    threads_all = carlo_cpu_threads();
+    const char *env = getenv("OMP_NUM_THREADS");
+    threads_fixed = env && *env ? threads_all : 0;
+}
+
+int carlo_threads_fixed(void)
+{
+    threads_init();
+    return threads_fixed;
+}
+
+int carlo_threads_all(void)
+{
+    threads_init();
+    return threads_all;
+}
+
+void carlo_threads_fix(int n)
+{
+    threads_init();
+    threads_fixed = n > 0 ? n : 0;
+#ifdef _OPENMP
+    omp_set_num_threads(n > 0 ? n : threads_all);
 #endif
 }
 

@@ -30,7 +30,13 @@ int carlo_gpu_compiled(void);         /* 1 when this build has CUDA backends */
 int carlo_gpu_count(void);            /* usable GPUs now (0 in a CPU-only build) */
 int carlo_gpu_info_get(int index, carlo_gpu_info *out);
 const char *carlo_gpu_runtime(void);  /* "CUDA 13.0" or "none" */
-int carlo_cpu_threads(void);          /* OpenMP threads the CPU backends use */
+int carlo_cpu_threads(void);          /* OpenMP threads the CPU backends use at most */
+/* The thread count: fixed by carlo.threads(n) or OMP_NUM_THREADS (returns n), or chosen by
+ * carlo per system and chunk of work (returns 0: one thread or all, whichever measures
+ * faster; see carlo_thread_pick in core/sys.h). carlo_threads_fix(0) returns to that. */
+int carlo_threads_fixed(void);
+void carlo_threads_fix(int n);
+int carlo_threads_all(void);          /* the count "all" means: OMP_NUM_THREADS or the cores */
 
 /* The default for device = "auto" in constructors; the command's --device sets it. */
 void carlo_device_set_default(const char *name);

@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 int carlo_sys_dead(void)
 {
@@ -103,6 +106,101 @@ const carlo_ops *carlo_ops_find(const char *name)
     return NULL;
 }
 
+/* ---------- CPU threads ---------- */
+
+/* Below this many seconds per unit of work, a parallel region's fork and join cost more than
+ * they save: such systems run on one thread without measuring. */
+#define THREADS_SMALL 2e-5
+/* How often the choice not taken is measured again (seconds), at least. */
+#define THREADS_REPROBE 2.0
+
+static int threads_auto(const carlo_sys *s)
+{
+    return s->device == CARLO_CPU && carlo_threads_fixed() == 0 && carlo_threads_all() > 1;
+}
+
+/* 0: one thread, 1: all. */
+static int threads_best(const carlo_thread_pick *p)
+{
+    return p->cost[1] > 0 && p->cost[1] < p->cost[0];
+}
+
+int carlo_threads_begin(carlo_sys *s)
+{
+#ifdef _OPENMP
+    int restore = omp_get_max_threads();
+    if (!threads_auto(s))
+        return restore;
+    carlo_thread_pick *p = &s->threads;
+    int pick;
+    if (p->cost[0] == 0)
+        pick = 0;
+    else if (p->cost[1] == 0)
+        pick = 1;
+    else
+        pick = threads_best(p);
+    p->probing = 0;
+    if (p->cost[0] > 0 && p->cost[1] > 0 && carlo_now() >= p->probe_at) {
+        pick = !pick; /* measure the other choice again */
+        p->probing = 1;
+    }
+    omp_set_num_threads(pick ? carlo_threads_all() : 1);
+    return restore;
+#else
+    (void)s;
+    return 1;
+#endif
+}
+
+void carlo_threads_end(carlo_sys *s, int restore, double units, double seconds)
+{
+#ifdef _OPENMP
+    if (!threads_auto(s)) {
+        omp_set_num_threads(restore);
+        return;
+    }
+    carlo_thread_pick *p = &s->threads;
+    int used = omp_get_max_threads() > 1;
+    omp_set_num_threads(restore);
+    if (!(units > 0) || !(seconds >= 0))
+        return;
+    double c = seconds / units;
+    if (c <= 0)
+        c = 1e-12;
+    int first = p->cost[used] == 0;
+    /* a fresh measurement replaces the old one when it is a probe; the choice in use is
+     * averaged, so that one slow chunk does not flip it */
+    p->cost[used] = first || p->probing ? c : 0.5 * (p->cost[used] + c);
+    if (!used && first && c < THREADS_SMALL)
+        p->cost[1] = INFINITY; /* too little work per unit for threads to pay */
+    if (p->probing || (p->cost[0] > 0 && p->cost[1] > 0 && p->probe_at == 0)) {
+        double wait = 50.0 * seconds;
+        p->probe_at = carlo_now() + (wait > THREADS_REPROBE ? wait : THREADS_REPROBE);
+        p->probing = 0;
+    }
+#else
+    (void)s;
+    (void)restore;
+    (void)units;
+    (void)seconds;
+#endif
+}
+
+const char *carlo_threads_describe(const carlo_sys *s, char *buf, size_t size)
+{
+    int fixed = carlo_threads_fixed();
+    if (s->device != CARLO_CPU)
+        snprintf(buf, size, "gpu");
+    else if (fixed)
+        snprintf(buf, size, "%d (fixed)", fixed);
+    else if (!threads_auto(s))
+        snprintf(buf, size, "1");
+    else
+        snprintf(buf, size, "%d of %d (chosen by measurement)",
+                 threads_best(&s->threads) ? carlo_threads_all() : 1, carlo_threads_all());
+    return buf;
+}
+
 /* ---------- the run driver ---------- */
 
 static int fail(carlo_sys *s)
@@ -189,7 +287,11 @@ static int run_steps(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *re
                 m = fit < m ? fit : m;
             }
         }
-        if (s->ops->advance(s, m)) {
+        const double a0 = carlo_now();
+        const int restore = carlo_threads_begin(s);
+        const int arc = s->ops->advance(s, m);
+        carlo_threads_end(s, restore, (double)m, carlo_now() - a0);
+        if (arc) {
             rc = -1; /* the model marks itself dead on a device error */
             break;
         }
@@ -279,11 +381,16 @@ static int run_continuous(carlo_sys *s, const carlo_run_opts *o, carlo_run_resul
                 goto out;
             }
             const double w0 = carlo_now();
-            if (s->ops->advance_to(s, stop, ev_final, budget, &reached)) {
+            const uint64_t ev0 = ev;
+            const int restore = carlo_threads_begin(s);
+            const int arc = s->ops->advance_to(s, stop, ev_final, budget, &reached);
+            chunk_seconds = carlo_now() - w0;
+            s->ops->clock(s, &t, &ev);
+            carlo_threads_end(s, restore, (double)(ev - ev0), chunk_seconds);
+            if (arc) {
                 rc = -1; /* the model marks itself dead on a device error */
                 goto out;
             }
-            chunk_seconds = carlo_now() - w0;
             if (carlo_interrupted) {
                 rc = carlo_seterr("interrupted");
                 goto out;

@@ -21,13 +21,24 @@ extern "C" {
 
 struct carlo_ops;
 
+/* How many CPU threads a system's chunks of work get when the count is left to carlo
+ * (carlo_threads_fixed() == 0): one or all, whichever measured faster per unit of work, the
+ * other measured again now and then, since a shared machine's load changes. Never changes
+ * a result (the chains do not depend on the thread count). */
+typedef struct carlo_thread_pick {
+    int probing;       /* the chunk under way measures the other choice */
+    double cost[2];    /* seconds per unit with one thread, with all; 0: not measured yet */
+    double probe_at;   /* carlo_now() of the next measurement of the other choice */
+} carlo_thread_pick;
+
 #define CARLO_SYS_FIELDS                                                                       \
     const struct carlo_ops *ops; /* the model's operations */                                 \
     uint64_t seed;                                                                             \
     uint64_t step;               /* units of advance done: sweeps (KMC: tiled steps) */        \
     carlo_device_kind device;                                                                  \
     int dead;                    /* a device error left the system unusable */                 \
-    int replicas;                /* copies observed together: 1, or R of an ensemble */
+    int replicas;                /* copies observed together: 1, or R of an ensemble */     \
+    carlo_thread_pick threads;   /* CPU threads per chunk (carlo_run) */
 
 typedef struct carlo_sys {
     CARLO_SYS_FIELDS
@@ -61,7 +72,7 @@ typedef struct carlo_control {
 /* Observables: names of the values observe() writes, and derived quantities whose value is
  * a function of means (fluctuations: C, chi, V_L, ...), computed by the shared code with a
  * jackknife error. Input k is the mean of value in[k] raised to pow[k]. */
-#define CARLO_OBS_MAX 24
+#define CARLO_OBS_MAX 264 /* room for the population of each of a KMC user model's 256 states */
 #define CARLO_DERIVED_MAX 8
 #define CARLO_DERIVED_IN 4
 typedef double (*carlo_derived_of)(const double *means, const carlo_sys *s, int replica);
@@ -177,6 +188,13 @@ typedef struct carlo_run_result {
 int carlo_run(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *res);
 /* n more units (or that much time), quiet, nothing else. */
 int carlo_advance(carlo_sys *s, uint64_t n);
+
+/* The thread count for the next chunk of s's work (sets OpenMP's; returns the count to
+ * restore), and what that chunk cost: how carlo_run picks one or all threads. */
+int carlo_threads_begin(carlo_sys *s);
+void carlo_threads_end(carlo_sys *s, int restore, double units, double seconds);
+/* "1 of 2" or "2 of 2": the choice s runs with now, into buf. */
+const char *carlo_threads_describe(const carlo_sys *s, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -133,6 +133,14 @@ static const char *const *keys_with(lua_State *L, const char *const *common,
 
 /* ---------- run ---------- */
 
+/* The model's refused keys of run and sample, each with its message. */
+static void refuse_keys(lua_State *L, const carlo_lua_model *m, int args, const char *where)
+{
+    for (int k = 0; m->refused && m->refused[k]; k += 2)
+        if (carlo_arg_has(L, args, m->refused[k]))
+            luaL_error(L, "%s: %s", where, m->refused[k + 1]);
+}
+
 static int write_frame(void *ctx, carlo_frame *f)
 {
     return traj_sink_take((traj_sink *)ctx, f);
@@ -221,6 +229,7 @@ static int l_run(lua_State *L)
     const carlo_lua_model *m = check_model(L, 1, &s);
     const char *where = where_of(L, m, "run");
     luaL_checktype(L, 2, LUA_TTABLE);
+    refuse_keys(L, m, 2, where);
     /* the unit keys of other clocks are refused by name */
     const char *const *keys = keys_with(L, common, m->run_keys);
     carlo_args_allowed(L, 2, where, keys);
@@ -434,6 +443,7 @@ static int l_sample(lua_State *L)
     const carlo_lua_model *m = check_model(L, 1, &s);
     const char *where = where_of(L, m, "sample");
     luaL_checktype(L, 2, LUA_TTABLE);
+    refuse_keys(L, m, 2, where);
     carlo_args_allowed(L, 2, where, keys_with(L, keys_with(L, common, m->observe_keys), m->run_keys));
     const carlo_ops *ops = s->ops;
     carlo_run_opts o = {0};
@@ -636,6 +646,9 @@ static int l_index(lua_State *L)
         lua_pushinteger(L, s->replicas);
     } else if (strcmp(key, "unit") == 0) {
         lua_pushstring(L, s->ops->unit);
+    } else if (strcmp(key, "threads") == 0) {
+        char buf[96];
+        lua_pushstring(L, carlo_threads_describe(s, buf, sizeof buf));
     } else if (strcmp(key, "controls") == 0) {
         const char *names[32];
         int n = s->ops->ncontrols < 32 ? s->ops->ncontrols : 32;
