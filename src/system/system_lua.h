@@ -46,6 +46,9 @@ typedef struct carlo_lua_model {
     /* Optional: the device carlo.load asks for when its call names none, from the checkpoint
      * (NULL: the default device); KMC's serial algorithms run on the CPU only. */
     const char *(*load_device)(const carlo_frame *f);
+    /* Optional: keys run and sample refuse with the model's words, {"key", "message", ...,
+     * NULL}: an old key whose work another verb does now (LJ's moves = is sys:trial). */
+    const char *const *refused;
 } carlo_lua_model;
 
 /* Register the model: its metatable with the common metamethods and verbs, its methods,
