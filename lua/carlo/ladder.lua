@@ -2,6 +2,7 @@
 --   carlo.ladder{ from = 0.715, to = 0.7215, step = 0.0005 }     evenly spaced
 --   carlo.ladder{ from = 0.5, to = 2.0, n = 16 }                 n evenly spaced points
 --   carlo.ladder{ from = 0.5, to = 2.0, n = 16, spacing = "geometric" }
+--   carlo.ladder{ from = 0.5, to = 2.0, n = 16, spacing = "beta" }  evenly spaced in 1/value
 -- A ladder is a list ({ T1, T2, ... }, # and ipairs work) that can also be iterated
 -- directly: for T in carlo.ladder{...} do ... end. Points are computed as from + i * step,
 -- never by repeated addition, so the last point is `to` when step divides the range.
@@ -36,8 +37,8 @@ function carlo.ladder(t)
     error("carlo.ladder: from and to are required numbers", 2)
   end
   local spacing = t.spacing or "linear"
-  if spacing ~= "linear" and spacing ~= "geometric" then
-    error(('carlo.ladder: spacing must be "linear" or "geometric" (got %s)'):format(tostring(spacing)), 2)
+  if spacing ~= "linear" and spacing ~= "geometric" and spacing ~= "beta" then
+    error(('carlo.ladder: spacing must be "linear", "geometric" or "beta" (got %s)'):format(tostring(spacing)), 2)
   end
   if (t.step == nil) == (t.n == nil) then error("carlo.ladder: give exactly one of step and n", 2) end
   local pts = setmetatable({}, Ladder)
@@ -46,16 +47,22 @@ function carlo.ladder(t)
     if math.type(n) ~= "integer" or n < 1 or n > 1e7 then
       error(("carlo.ladder: n must be an integer from 1 to 1e7 (got %s)"):format(tostring(n)), 2)
     end
-    if spacing == "geometric" and (from <= 0 or to <= 0) then
-      error("carlo.ladder: a geometric ladder needs from > 0 and to > 0", 2)
+    if spacing ~= "linear" and (from <= 0 or to <= 0) then
+      error(("carlo.ladder: a %s ladder needs from > 0 and to > 0"):format(spacing), 2)
     end
     for i = 0, n - 1 do
       local f = n == 1 and 0 or i / (n - 1)
-      pts[i + 1] = spacing == "geometric" and from * (to / from) ^ f or from + (to - from) * f
+      if spacing == "geometric" then
+        pts[i + 1] = from * (to / from) ^ f
+      elseif spacing == "beta" then
+        pts[i + 1] = 1 / (1 / from + (1 / to - 1 / from) * f)
+      else
+        pts[i + 1] = from + (to - from) * f
+      end
     end
     if n > 1 then pts[n] = to end
   else
-    if spacing ~= "linear" then error("carlo.ladder: step goes with linear spacing; use n for geometric", 2) end
+    if spacing ~= "linear" then error("carlo.ladder: step goes with linear spacing; use n for geometric or beta", 2) end
     local step = t.step
     if type(step) ~= "number" or not (step > 0) or step == math.huge then
       error(("carlo.ladder: step must be a number > 0 (got %s); the direction comes from from and to")

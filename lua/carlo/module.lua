@@ -1,9 +1,11 @@
 -- carlo: the pure-Lua layer of the module, compiled into carlo and carlo.so.
 -- luaopen_carlo has already put the C functions in the module table; each file below
--- adds its part: temperature ladders, TSV logs, annealing protocols.
+-- adds its part: ladders and schedules, TSV logs, annealing and hysteresis protocols.
 local carlo = require "carlo"
 require "carlo.ladder"
 require "carlo.log"
+require "carlo.schedule"
 require "carlo.anneal"
+require "carlo.hysteresis"
 require "carlo.options"
 return carlo

@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "core/stats.h"
 #include "core/system.h"
+#include "traj/checkpoint.h"
 #include "traj/traj_lua.h"
 
 #define MODEL_KEY "__carlo_lua_model"
@@ -553,6 +554,39 @@ static int l_save(lua_State *L)
     return 0;
 }
 
+/* sys:restore(path): this system takes the state saved in path (a checkpoint of the same
+ * model, as sys:save writes it), on its own device; what it held before is freed. Protocols
+ * use it to resume where a killed script stopped. */
+static int l_restore(lua_State *L)
+{
+    carlo_sys *s;
+    const carlo_lua_model *m = check_model(L, 1, &s);
+    const char *path = luaL_checkstring(L, 2);
+    const char *where = where_of(L, m, "restore");
+    carlo_frame *f = (carlo_frame *)lua_newuserdatauv(L, sizeof *f, 0);
+    carlo_frame_init(f);
+    int rc = traj_checkpoint_load(path, f);
+    const carlo_chunk *mc = rc ? NULL : carlo_frame_find(f, "carlo/model");
+    char name[64] = "";
+    if (mc && mc->type == CARLO_U8 && mc->rows < sizeof name) {
+        memcpy(name, mc->data, (size_t)mc->rows);
+        name[mc->rows] = 0;
+    }
+    carlo_sys *n = NULL;
+    if (rc == 0 && strcmp(name, s->ops->name) == 0)
+        n = s->ops->restore(f, s->device);
+    else if (rc == 0)
+        carlo_seterr("%s is a checkpoint of model '%s', not of this %s system", path,
+                     name[0] ? name : "(none)", s->ops->name);
+    carlo_frame_free(f);
+    if (!n)
+        return carlo_raise(L, where);
+    sys_ud *u = (sys_ud *)lua_touserdata(L, 1);
+    u->s = n;
+    s->ops->destroy(s);
+    return 0;
+}
+
 static int l_sync(lua_State *L)
 {
     carlo_sys *s;
@@ -789,7 +823,8 @@ void carlo_lua_model_register(lua_State *L, const carlo_lua_model *m)
         {"__close", l_close}, {"__tostring", l_tostring}, {NULL, NULL}};
     static const luaL_Reg common[] = {
         {"run", l_run}, {"sample", l_sample}, {"observe", l_observe}, {"snapshot", l_snapshot},
-        {"save", l_save}, {"sync", l_sync}, {"close", l_close}, {NULL, NULL}};
+        {"save", l_save}, {"restore", l_restore}, {"sync", l_sync}, {"close", l_close},
+        {NULL, NULL}};
     if (luaL_newmetatable(L, m->metatable)) {
         luaL_setfuncs(L, meta, 0);
         luaL_newlib(L, common);
