@@ -7,5 +7,6 @@ require "carlo.log"
 require "carlo.schedule"
 require "carlo.anneal"
 require "carlo.hysteresis"
+require "carlo.ensemble"
 require "carlo.options"
 return carlo

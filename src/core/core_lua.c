@@ -14,6 +14,7 @@
 #include "core/args.h"
 #include "core/array.h"
 #include "core/device.h"
+#include "core/rng.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/stats.h"
@@ -200,6 +201,41 @@ static int l_histogram(lua_State *L)
     return 1;
 }
 
+/* Philox for the protocols written in Lua (exchanges, resampling), so that they are as
+ * reproducible as the kernels: a pure function of (seed, step, index, draw).
+ *   carlo.uniform(seed, step, index [, draw]) -> a double in [0, 1)
+ *   carlo.replica_seed(seed, r) -> the seed of replica r of an ensemble made with seed */
+static uint64_t seed_arg(lua_State *L, int idx, const char *where)
+{
+    lua_Integer v = luaL_checkinteger(L, idx);
+    if (v < 0)
+        luaL_error(L, "%s: argument %d must be an integer >= 0 (got %I)", where, idx, v);
+    return (uint64_t)v;
+}
+
+static int l_uniform(lua_State *L)
+{
+    const char *where = "carlo.uniform";
+    uint64_t seed = seed_arg(L, 1, where), step = seed_arg(L, 2, where), index = seed_arg(L, 3, where);
+    uint64_t draw = lua_isnoneornil(L, 4) ? 0 : seed_arg(L, 4, where);
+    if (step >= (uint64_t)1 << 48 || index > UINT32_MAX || draw > UINT32_MAX)
+        return luaL_error(L, "%s: step must be below 2^48, index and draw below 2^32", where);
+    carlo_u32x4 r = carlo_rng(seed, CARLO_PURPOSE_PROTOCOL, step, (uint32_t)index, (uint32_t)draw);
+    lua_pushnumber(L, carlo_u01(r.v[0], r.v[1]));
+    return 1;
+}
+
+static int l_replica_seed(lua_State *L)
+{
+    const char *where = "carlo.replica_seed";
+    uint64_t seed = seed_arg(L, 1, where), r = seed_arg(L, 2, where);
+    if (r > UINT32_MAX)
+        return luaL_error(L, "%s: the replica index must be below 2^32", where);
+    carlo_u32x4 d = carlo_rng(seed, CARLO_PURPOSE_PROTOCOL, (uint64_t)1 << 47, (uint32_t)r, 0);
+    lua_pushinteger(L, (lua_Integer)((((uint64_t)d.v[0] << 32) | d.v[1]) >> 1));
+    return 1;
+}
+
 /* carlo.clock() -> monotonic seconds, for timing from scripts. */
 static int l_clock(lua_State *L)
 {
@@ -212,6 +248,7 @@ void carlo_core_lua_open(lua_State *L)
     static const luaL_Reg f[] = {
         {"devices", l_devices}, {"threads", l_threads}, {"set_device", l_set_device},
         {"quiet", l_quiet}, {"stats", l_stats}, {"clock", l_clock},
-        {"interactive", l_interactive}, {"histogram", l_histogram}, {NULL, NULL}};
+        {"interactive", l_interactive}, {"histogram", l_histogram}, {"uniform", l_uniform},
+        {"replica_seed", l_replica_seed}, {NULL, NULL}};
     luaL_setfuncs(L, f, 0);
 }

@@ -17,6 +17,7 @@
 enum {
     CARLO_PURPOSE_CORE_TEST = 0x01,
     CARLO_PURPOSE_CORE_SEED = 0x02,
+    CARLO_PURPOSE_PROTOCOL = 0x03, /* lua/carlo protocols: exchanges, resampling, replica seeds */
     /* 0x10-0x1f: Potts (src/potts/potts_kernel.h) */
     /* 0x20-0x2f: hard particles, 0x30-0x3f: Lennard-Jones, 0x40-0x4f: lattice KMC */
 };

@@ -587,6 +587,31 @@ static int l_restore(lua_State *L)
     return 0;
 }
 
+/* dst:assign(src): dst takes src's state (a system of the same model), kept on dst's device
+ * and with dst's own seed, so that the two go on with different random numbers from here
+ * (population annealing's copies). */
+static int l_assign(lua_State *L)
+{
+    carlo_sys *d;
+    const carlo_lua_model *m = check_model(L, 1, &d);
+    carlo_sys *src = carlo_lua_check(L, 2, m);
+    const char *where = where_of(L, m, "assign");
+    if (src == d)
+        return 0;
+    carlo_frame *f = (carlo_frame *)lua_newuserdatauv(L, sizeof *f, 0);
+    carlo_frame_init(f);
+    carlo_sys *n = NULL;
+    if (carlo_sys_alive(src) == 0 && src->ops->checkpoint(src, f) == 0)
+        n = d->ops->restore(f, d->device);
+    carlo_frame_free(f);
+    if (!n)
+        return carlo_raise(L, where);
+    n->seed = d->seed;
+    ((sys_ud *)lua_touserdata(L, 1))->s = n;
+    d->ops->destroy(d);
+    return 0;
+}
+
 static int l_sync(lua_State *L)
 {
     carlo_sys *s;
@@ -823,7 +848,7 @@ void carlo_lua_model_register(lua_State *L, const carlo_lua_model *m)
         {"__close", l_close}, {"__tostring", l_tostring}, {NULL, NULL}};
     static const luaL_Reg common[] = {
         {"run", l_run}, {"sample", l_sample}, {"observe", l_observe}, {"snapshot", l_snapshot},
-        {"save", l_save}, {"restore", l_restore}, {"sync", l_sync}, {"close", l_close},
+        {"save", l_save}, {"restore", l_restore}, {"assign", l_assign}, {"sync", l_sync}, {"close", l_close},
         {NULL, NULL}};
     if (luaL_newmetatable(L, m->metatable)) {
         luaL_setfuncs(L, meta, 0);
