@@ -15,12 +15,15 @@ carlo-traj(5). Frames are numbered from 0 here, as in numpy (the Lua API counts 
     python3 scripts/ctr.py run.ctr 3            # print frame 3's chunks
 
 Every chunk is checked against its CRC32; a damaged file raises CtrError naming the frame
-and the chunk. A file whose writer was killed has no index: its complete frames are found
-by scanning, as carlo does.
+and the chunk, and chunks whose data overlap are refused. A file whose writer was killed has
+no index: its complete frames are found by scanning, as carlo does; so are those of a file
+whose header is damaged (with a warning).
 """
 import builtins
+import os
 import struct
 import sys
+import warnings
 import zlib
 
 import numpy as np
@@ -159,23 +162,36 @@ class CtrFile:
     def __init__(self, path):
         self.path = path
         self._f = builtins.open(path, "rb")
-        self._f.seek(0, 2)
-        self.size = self._f.tell()
+        self.size = os.fstat(self._f.fileno()).st_size
         self.recovered = False
         self._frames = []  # (offset, length, step, flags)
-        h = self._read(0, min(HEADER, self.size))
-        if h[:min(8, len(h))] != MAGIC[:min(8, len(h))]:
+        self.header_damaged = False
+        h = self._read(0, HEADER + 1)
+        if len(h) > self.size:  # /proc: a size of 0 and text to read
+            raise CtrError("%s: its size (%d bytes) does not match what reading it gives: not a "
+                           "regular file of data" % (path, self.size))
+        if h[:min(8, len(h))] != MAGIC[:min(8, len(h))] and len(h) < HEADER:
             raise CtrError("%s is not a carlo trajectory or checkpoint (.ctr) file" % path)
         if len(h) < HEADER:
             self.recovered = True
             return
-        if _crc(h[:60]) != struct.unpack_from("<I", h, 60)[0]:
-            raise CtrError("%s: the file header is corrupt (CRC mismatch)" % path)
-        version = struct.unpack_from("<I", h, 8)[0]
-        if version != 1:
-            raise CtrError("%s: format version %d is not one this reader knows (1)" % (path, version))
-        if not self._load_index():
-            self._scan()
+        if h[:8] == MAGIC and _crc(h[:60]) == struct.unpack_from("<I", h, 60)[0]:
+            version = struct.unpack_from("<I", h, 8)[0]
+            if version != 1:
+                raise CtrError("%s: format version %d is not one this reader knows (1)" % (path, version))
+            if not self._load_index():
+                self._scan()
+            return
+        # a damaged header: every frame carries its own CRCs, so the frames are found by
+        # scanning when the file still looks like a .ctr file (most of the magic, or frame 0)
+        right = sum(a == b for a, b in zip(h[:8], MAGIC))
+        first = self._frame_at(HEADER)
+        if right < 6 and not (first and first[0] == 0):
+            raise CtrError("%s is not a carlo trajectory or checkpoint (.ctr) file" % path)
+        self.header_damaged = True
+        warnings.warn("%s: the file header is damaged (CRC mismatch); frames recovered by scanning"
+                      % path, stacklevel=3)
+        self._scan()
 
     # -- layout --
     def _read(self, off, n):
@@ -294,6 +310,13 @@ class CtrFile:
                 raise CtrError("%s, chunk '%s': corrupt table entry" % (where, name))
             chunks.append(dict(name=name, dtype=DTYPES[typ], codec=codec, crc=crc, rows=rows,
                                cols=cols, offset=off + coff, stored=stored, precision=precision))
+        # payloads may not share bytes (entries pointing at one payload would let a small file
+        # claim gigabytes)
+        spans = sorted((c["offset"], c["stored"], c["name"]) for c in chunks)
+        for (o1, s1, n1), (o2, _, n2) in zip(spans, spans[1:]):
+            if o2 < o1 + s1:
+                raise CtrError("%s, chunk '%s': its data overlaps that of chunk '%s' (the file is "
+                               "corrupt)" % (where, n2, n1))
         return k, step, bool(hflags & HAS_STEP), chunks
 
     def info(self, k):

@@ -201,6 +201,9 @@ int main(int argc, char **argv)
         repl(rt);
     global_L = NULL;
     signal(SIGINT, SIG_DFL);
+    /* a Ctrl-C hook that has not fired yet must not fire inside the finalizers below, which
+     * would stop a trajectory's close half-way (its index unwritten) */
+    lua_sethook(carlo_lua(rt), NULL, 0, 0);
     carlo_close(rt); /* finalizers flush logs and trajectories */
     return rc;
 }

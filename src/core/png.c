@@ -1,4 +1,5 @@
-/* png.c — see png.h. PNG layout: signature, IHDR, one IDAT of deflated filter-0 rows, IEND. */
+/* png.c — see png.h. PNG layout: signature, IHDR, one IDAT of deflated filter-0 rows, IEND.
+ * A write that fails removes the partial file. */
 #include "core/png.h"
 
 #include <errno.h>
@@ -6,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "core/error.h"
@@ -68,11 +71,20 @@ int carlo_png_write(const char *path, int width, int height, const uint8_t *rgb)
     ihdr[8] = 8;  /* bit depth */
     ihdr[9] = 2;  /* colour type: RGB */
     ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    struct stat st;
+    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
     int bad = fwrite(sig, 1, 8, f) != 8 || write_chunk(f, "IHDR", ihdr, 13) ||
               write_chunk(f, "IDAT", z, (uint32_t)zlen) || write_chunk(f, "IEND", NULL, 0);
     free(z);
-    if (fclose(f) || bad)
-        return carlo_seterr("png: writing %s failed: %s", path, strerror(errno));
+    if (fclose(f) || bad) {
+        int saved = errno;
+        struct stat now; /* no partial image behind: remove the file, if it is still this one */
+        char *real = regular ? realpath(path, NULL) : NULL;
+        if (real && stat(real, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+            unlink(real);
+        free(real);
+        return carlo_seterr("png: writing %s failed: %s", path, strerror(saved));
+    }
     return 0;
 }
 

@@ -2,15 +2,22 @@
  * chunk data, index of 32-byte entries sorted by frame, namelist of NUL-separated names in
  * 64-byte units) with HOOMD's "hoomd" schema 1.4 names; frames without particles are
  * skipped. XYZ: extended XYZ with the box as Lattice= and Origin= (boxes are centred on the
- * origin). PNG: lattice/... chunks, spins by state, other fields by a colour ramp. */
+ * origin). PNG: lattice/... chunks, spins by state, other fields by a colour ramp.
+ *
+ * Every frame is read whole before any of it is written, so that a damaged frame is either
+ * refused or (--skip-damaged) left out, never half written. Ctrl-C stops at a frame boundary
+ * and finishes the output (a valid file of the frames exported so far). */
 #include "traj/export.h"
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "core/error.h"
@@ -35,7 +42,7 @@ static const traj_chunk_info *find_info(const traj_frame_info *fi, const char *n
 static void *read_raw(traj_file *t, uint64_t k, const traj_chunk_info *c)
 {
     size_t bytes = (size_t)(c->rows * c->cols) * carlo_dtype_size(c->type);
-    void *buf = carlo_malloc(bytes, "an exported chunk");
+    void *buf = carlo_malloc(bytes ? bytes : 1, "an exported chunk");
     if (buf && traj_read_chunk(t, k, c->name, c->type, c->rows, c->cols, buf, bytes)) {
         free(buf);
         return NULL;
@@ -106,6 +113,17 @@ static int read_particles(traj_file *t, uint64_t k, const traj_frame_info *fi, p
     return p->pos ? 0 : -1;
 }
 
+/* A file this export created: removed when the export fails, and only a regular file (never
+ * a device such as /dev/full), through a symbolic link the file it names. */
+static void remove_output(const char *path)
+{
+    char *real = realpath(path, NULL);
+    struct stat st;
+    if (real && stat(real, &st) == 0 && S_ISREG(st.st_mode))
+        unlink(real);
+    free(real);
+}
+
 /* ---------- GSD ---------- */
 
 typedef struct gsd_entry {
@@ -116,6 +134,24 @@ typedef struct gsd_entry {
     uint8_t type;
 } gsd_entry;
 
+/* One chunk of a frame: read first, written when the whole frame has been read. */
+typedef struct gsd_item {
+    char name[CARLO_CHUNK_NAME];
+    int type;      /* GSD's type id */
+    uint64_t N;
+    uint32_t M;
+    size_t elem;
+    void *data;    /* owned */
+} gsd_item;
+
+/* A log/... quantity: GSD readers take a chunk missing from a frame from the first frame
+ * (gsd.hoomd fails when the first frame lacks it), so every frame gets the last value. */
+typedef struct gsd_log {
+    char name[CARLO_CHUNK_NAME];
+    uint64_t first;   /* the first frame (from 0) that holds it */
+    gsd_item last;    /* the value written last (data NULL before the first) */
+} gsd_log;
+
 typedef struct gsd_out {
     FILE *f;
     const char *path;
@@ -124,6 +160,8 @@ typedef struct gsd_out {
     size_t n, cap;
     char names[512][64];
     size_t nnames;
+    gsd_log *logs;
+    size_t nlogs, caplogs;
 } gsd_out;
 
 static int gsd_type(carlo_dtype t)
@@ -225,6 +263,58 @@ static int gsd_finish(gsd_out *g)
     return 0;
 }
 
+/* Note log/... name of frame k (from 0) in the list of logs (the first pass). */
+static int gsd_note_logs(gsd_out *g, const traj_frame_info *fi, uint64_t k)
+{
+    for (int i = 0; i < fi->nchunks; i++) {
+        const char *name = fi->chunk[i].name;
+        if (strncmp(name, "log/", 4))
+            continue;
+        size_t j = 0;
+        while (j < g->nlogs && strcmp(g->logs[j].name, name))
+            j++;
+        if (j < g->nlogs)
+            continue;
+        if (g->nlogs == g->caplogs) {
+            size_t cap = g->caplogs ? 2 * g->caplogs : 16;
+            gsd_log *nl = realloc(g->logs, cap * sizeof *nl);
+            if (!nl)
+                return carlo_seterr("out of host memory for the list of log quantities");
+            g->logs = nl;
+            g->caplogs = cap;
+        }
+        gsd_log *l = &g->logs[g->nlogs++];
+        memset(l, 0, sizeof *l);
+        snprintf(l->name, sizeof l->name, "%s", name);
+        l->first = k;
+    }
+    return 0;
+}
+
+/* Every log must be in the first exported frame: the later frames carry its last value. */
+static int gsd_check_logs(const gsd_out *g, const char *in, uint64_t first)
+{
+    for (size_t j = 0; j < g->nlogs; j++)
+        if (g->logs[j].first != first) {
+            unsigned long long a = (unsigned long long)first + 1,
+                               b = (unsigned long long)g->logs[j].first + 1;
+            return carlo_seterr("%s: %s is in frame %llu but not in frame %llu, the first to export: "
+                                "GSD readers take a missing value from the first frame (gsd.hoomd "
+                                "fails on it); export from frame %llu on (--frames %llu:) or write "
+                                "%s in every frame", in, g->logs[j].name, b, a, b, b, g->logs[j].name);
+        }
+    return 0;
+}
+
+static void gsd_free(gsd_out *g)
+{
+    for (size_t j = 0; j < g->nlogs; j++)
+        free(g->logs[j].last.data);
+    free(g->logs);
+    free(g->idx);
+    free(g);
+}
+
 /* HOOMD's per-particle chunks, stored as GSD expects them. */
 static const struct {
     const char *name;
@@ -237,17 +327,37 @@ static const struct {
     {"particles/diameter", CARLO_F32, 1}, {"particles/typeid", CARLO_U32, 1},
     {"particles/image", CARLO_I32, 3}, {"particles/body", CARLO_I32, 1}};
 
-static int gsd_frame(gsd_out *g, traj_file *t, uint64_t k, const traj_frame_info *fi,
-                     const particle_frame *p, uint64_t out)
+#define GSD_ITEMS (sizeof GSD_PARTICLES / sizeof GSD_PARTICLES[0] + CARLO_FRAME_MAX)
+
+typedef struct gsd_frame_data {
+    gsd_item item[GSD_ITEMS];
+    int n;
+} gsd_frame_data;
+
+static void gsd_frame_data_free(gsd_frame_data *d)
 {
-    uint8_t dims = (uint8_t)p->dims;
-    uint32_t N = (uint32_t)p->N;
-    if (gsd_chunk(g, out, "configuration/step", 4, 1, 1, &p->step, 8) ||
-        gsd_chunk(g, out, "configuration/dimensions", 1, 1, 1, &dims, 1) ||
-        gsd_chunk(g, out, "configuration/box", 9, 6, 1, p->box, 4) ||
-        gsd_chunk(g, out, "particles/N", 3, 1, 1, &N, 4) ||
-        gsd_chunk(g, out, "particles/position", 9, p->N, 3, p->pos, 4))
-        return -1;
+    for (int i = 0; i < d->n; i++)
+        free(d->item[i].data);
+    d->n = 0;
+}
+
+static void gsd_add(gsd_frame_data *d, const char *name, int type, uint64_t N, uint32_t M, size_t elem,
+                    void *data)
+{
+    gsd_item *it = &d->item[d->n++];
+    snprintf(it->name, sizeof it->name, "%s", name);
+    it->type = type;
+    it->N = N;
+    it->M = M;
+    it->elem = elem;
+    it->data = data;
+}
+
+/* Read frame k's chunks beyond the configuration (0, or -1 with nothing kept). */
+static int gsd_read(traj_file *t, uint64_t k, const traj_frame_info *fi, const particle_frame *p,
+                    gsd_frame_data *d)
+{
+    d->n = 0;
     for (size_t j = 0; j < sizeof GSD_PARTICLES / sizeof GSD_PARTICLES[0]; j++) {
         const traj_chunk_info *c = find_info(fi, GSD_PARTICLES[j].name);
         if (!c || c->rows != p->N || c->cols != GSD_PARTICLES[j].cols)
@@ -260,12 +370,8 @@ static int gsd_frame(gsd_out *g, traj_file *t, uint64_t k, const traj_frame_info
         else
             continue;
         if (!data)
-            return -1;
-        int rc = gsd_chunk(g, out, c->name, gsd_type(GSD_PARTICLES[j].type), c->rows, (uint32_t)c->cols,
-                           data, 4);
-        free(data);
-        if (rc)
-            return -1;
+            goto fail;
+        gsd_add(d, c->name, gsd_type(GSD_PARTICLES[j].type), c->rows, (uint32_t)c->cols, 4, data);
     }
     for (int i = 0; i < fi->nchunks; i++) {
         const traj_chunk_info *c = &fi->chunk[i];
@@ -276,11 +382,48 @@ static int gsd_frame(gsd_out *g, traj_file *t, uint64_t k, const traj_frame_info
             continue;
         void *data = read_raw(t, k, c);
         if (!data)
+            goto fail;
+        gsd_add(d, c->name, types ? 5 : gsd_type(c->type), c->rows, (uint32_t)c->cols,
+                carlo_dtype_size(c->type), data);
+    }
+    return 0;
+fail:
+    gsd_frame_data_free(d);
+    return -1;
+}
+
+/* Write a frame read whole: the configuration, the particles, and every log (this frame's
+ * value, else the last one). */
+static int gsd_frame(gsd_out *g, const particle_frame *p, gsd_frame_data *d, uint64_t out,
+                     uint64_t k)
+{
+    uint8_t dims = (uint8_t)p->dims;
+    uint32_t N = (uint32_t)p->N;
+    if (gsd_chunk(g, out, "configuration/step", 4, 1, 1, &p->step, 8) ||
+        gsd_chunk(g, out, "configuration/dimensions", 1, 1, 1, &dims, 1) ||
+        gsd_chunk(g, out, "configuration/box", 9, 6, 1, p->box, 4) ||
+        gsd_chunk(g, out, "particles/N", 3, 1, 1, &N, 4) ||
+        gsd_chunk(g, out, "particles/position", 9, p->N, 3, p->pos, 4))
+        return -1;
+    for (int i = 0; i < d->n; i++) {
+        const gsd_item *it = &d->item[i];
+        if (strncmp(it->name, "log/", 4) &&
+            gsd_chunk(g, out, it->name, it->type, it->N, it->M, it->data, it->elem))
             return -1;
-        int rc = gsd_chunk(g, out, c->name, types ? 5 : gsd_type(c->type), c->rows, (uint32_t)c->cols,
-                           data, carlo_dtype_size(c->type));
-        free(data);
-        if (rc)
+    }
+    for (size_t j = 0; j < g->nlogs; j++) {
+        gsd_log *l = &g->logs[j];
+        for (int i = 0; i < d->n; i++)
+            if (strcmp(d->item[i].name, l->name) == 0) { /* this frame's value becomes the last */
+                free(l->last.data);
+                l->last = d->item[i];
+                d->item[i].data = NULL;
+            }
+        if (!l->last.data)
+            return carlo_seterr("frame %llu has no %s, and no frame before it had one to carry "
+                                "(GSD readers would take the first frame's value)",
+                                (unsigned long long)k + 1, l->name);
+        if (gsd_chunk(g, out, l->name, l->last.type, l->last.N, l->last.M, l->last.data, l->last.elem))
             return -1;
     }
     return 0;
@@ -321,40 +464,47 @@ static int text_printf(text_out *o, const char *fmt, ...)
     return 0;
 }
 
-/* Type names: particles/types indexed by particles/typeid, else "A" for every particle. */
-static int type_names(traj_file *t, uint64_t k, const traj_frame_info *fi, uint64_t N, char (**names)[64],
-                      uint32_t **tid, uint64_t *ntypes)
+typedef struct type_table {
+    char (*names)[64];
+    uint32_t *tid;
+    uint64_t ntypes;
+} type_table;
+
+static void type_table_free(type_table *tt)
 {
-    *names = NULL;
-    *tid = NULL;
-    *ntypes = 0;
+    free(tt->names);
+    free(tt->tid);
+    memset(tt, 0, sizeof *tt);
+}
+
+/* Type names: particles/types indexed by particles/typeid, else "A" for every particle. */
+static int type_names(traj_file *t, uint64_t k, const traj_frame_info *fi, uint64_t N, type_table *tt)
+{
+    memset(tt, 0, sizeof *tt);
     const traj_chunk_info *tc = find_info(fi, "particles/types");
     const traj_chunk_info *ic = find_info(fi, "particles/typeid");
     if (!tc || !ic || (tc->type != CARLO_U8 && tc->type != CARLO_I8) || ic->type != CARLO_U32 ||
         ic->rows != N || ic->cols != 1 || tc->rows == 0 || tc->rows > 65536)
         return 0;
     uint8_t *raw = read_raw(t, k, tc);
-    *tid = read_raw(t, k, ic);
-    *names = calloc((size_t)tc->rows, 64);
-    if (!raw || !*tid || !*names) {
+    tt->tid = read_raw(t, k, ic);
+    tt->names = calloc((size_t)tc->rows, 64);
+    if (!raw || !tt->tid || !tt->names) {
         free(raw);
-        free(*tid);
-        free(*names);
-        *tid = NULL;
-        *names = NULL;
+        type_table_free(tt);
         return -1;
     }
     for (uint64_t i = 0; i < tc->rows; i++) {
         size_t w = (size_t)(tc->cols < 63 ? tc->cols : 63);
-        memcpy((*names)[i], raw + i * tc->cols, w);
+        memcpy(tt->names[i], raw + i * tc->cols, w);
         for (size_t c = 0; c < 64; c++)
-            if ((*names)[i][c] == ' ' || (*names)[i][c] == '"')
-                (*names)[i][c] = '_';
-        if (!(*names)[i][0])
-            snprintf((*names)[i], 64, "T%llu", (unsigned long long)i);
+            if (tt->names[i][c] == ' ' || tt->names[i][c] == '"')
+                tt->names[i][c] = '_';
+        if (!tt->names[i][0])
+            snprintf(tt->names[i], 64, "T%llu", (unsigned long long)i);
     }
     free(raw);
-    *ntypes = tc->rows;
+    tt->ntypes = tc->rows;
     return 0;
 }
 
@@ -374,20 +524,17 @@ static int is_element(const char *s)
     return strstr(el, key) != NULL;
 }
 
-static int xyz_frame(text_out *o, traj_file *t, uint64_t k, const traj_frame_info *fi,
-                     const particle_frame *p)
+static int xyz_frame(text_out *o, uint64_t k, const particle_frame *p, const type_table *tt)
 {
     const float *b = p->box;
+    /* in 2D (Lz = 0) the third lattice vector is the unit vector along z, so that the cell is
+     * a valid one (readers invert it); pbc says the z direction is not periodic */
+    double Lz = b[2] > 0 ? b[2] : 1.0, xz = b[2] > 0 ? b[4] : 0.0, yz = b[2] > 0 ? b[5] : 0.0;
     double a1[3] = {b[0], 0, 0}, a2[3] = {(double)b[3] * b[1], b[1], 0},
-           a3[3] = {(double)b[4] * b[2], (double)b[5] * b[2], b[2]};
+           a3[3] = {xz * Lz, yz * Lz, Lz};
     double origin[3];
     for (int d = 0; d < 3; d++)
         origin[d] = -0.5 * (a1[d] + a2[d] + a3[d]) + 0.0; /* no -0 */
-    char (*names)[64];
-    uint32_t *tid;
-    uint64_t nt;
-    if (type_names(t, k, fi, p->N, &names, &tid, &nt))
-        return -1;
     int rc = text_printf(o, "%llu\n", (unsigned long long)p->N) ||
              text_printf(o, "Lattice=\"%.9g %.9g %.9g %.9g %.9g %.9g %.9g %.9g %.9g\" "
                             "Origin=\"%.9g %.9g %.9g\" Properties=species:S:1:pos:R:3:type_name:S:1 "
@@ -396,13 +543,11 @@ static int xyz_frame(text_out *o, traj_file *t, uint64_t k, const traj_frame_inf
                          origin[1], origin[2], p->dims == 3 ? 'T' : 'F', (unsigned long long)p->step,
                          (unsigned long long)k + 1);
     for (uint64_t i = 0; !rc && i < p->N; i++) {
-        const char *name = names && tid[i] < nt ? names[tid[i]] : "A";
+        const char *name = tt->names && tt->tid[i] < tt->ntypes ? tt->names[tt->tid[i]] : "A";
         const float *r = p->pos + 3 * i;
         rc = text_printf(o, "%s %.9g %.9g %.9g %s\n", is_element(name) ? name : "X", r[0], r[1], r[2],
                          name);
     }
-    free(names);
-    free(tid);
     return rc;
 }
 
@@ -432,170 +577,320 @@ static char *numbered(const char *out, uint64_t k)
     return p;
 }
 
-static int png_frame(traj_file *t, uint64_t k, const traj_frame_info *fi, const traj_export_opts *o,
-                     const char *path)
+typedef struct lattice_frame {
+    traj_chunk_info c;
+    void *raw;
+    uint32_t q;
+} lattice_frame;
+
+/* The chunk to draw of frame k: 0; -1 when it cannot be read; -2 when there is none. */
+static int png_read(traj_file *t, uint64_t k, const traj_frame_info *fi, const traj_export_opts *o,
+                    lattice_frame *lf)
 {
+    memset(lf, 0, sizeof *lf);
     const traj_chunk_info *c = lattice_chunk(fi, o->chunk);
-    if (!c)
-        return carlo_seterr("frame %llu has no %s to draw", (unsigned long long)k + 1,
-                            o->chunk ? o->chunk : "lattice/... chunk of 2 or more columns");
-    if (c->rows < 1 || c->cols < 1 || c->rows > (1 << 24) || c->cols > (1 << 22))
-        return carlo_seterr("frame %llu: %s is %llu x %llu, which does not fit an image",
-                            (unsigned long long)k + 1, c->name, (unsigned long long)c->rows,
-                            (unsigned long long)c->cols);
-    int scale = o->scale > 0 ? o->scale : 1;
-    void *raw = read_raw(t, k, c);
-    if (!raw)
+    if (!c) {
+        carlo_seterr("frame %llu has no %s to draw", (unsigned long long)k + 1,
+                     o->chunk ? o->chunk : "lattice/... chunk of 2 or more columns");
+        return -2; /* not damaged: nothing to draw */
+    }
+    if (c->rows < 1 || c->cols < 1 || c->rows > (1 << 24) || c->cols > (1 << 22)) {
+        carlo_seterr("frame %llu: %s is %llu x %llu, which does not fit an image",
+                     (unsigned long long)k + 1, c->name, (unsigned long long)c->rows,
+                     (unsigned long long)c->cols);
+        return -2;
+    }
+    lf->c = *c;
+    lf->raw = read_raw(t, k, c);
+    if (!lf->raw)
         return -1;
     const traj_chunk_info *qc = find_info(fi, "lattice/q");
-    uint32_t q = 0;
     if (qc && qc->type == CARLO_U32 && qc->rows * qc->cols == 1 &&
-        traj_read_chunk(t, k, qc->name, CARLO_U32, 1, 1, &q, 4)) {
-        free(raw);
+        traj_read_chunk(t, k, qc->name, CARLO_U32, 1, 1, &lf->q, 4)) {
+        free(lf->raw);
+        lf->raw = NULL;
         return -1;
     }
-    int rc;
-    if (c->type == CARLO_U8 && q >= 2 && o->lo == o->hi) {
-        rc = carlo_png_states(path, raw, (int)c->rows, (int)c->cols, (int)q, scale);
-    } else {
-        size_t n = (size_t)(c->rows * c->cols);
-        double lo = o->lo, hi = o->hi;
-        if (lo == hi) {
-            lo = INFINITY;
-            hi = -INFINITY;
-            for (size_t i = 0; i < n; i++) {
-                carlo_array a = {.type = c->type, .n = n, .data = raw};
-                double v = carlo_array_get(&a, i);
-                if (v < lo) lo = v;
-                if (v > hi) hi = v;
-            }
+    return 0;
+}
+
+static int png_frame(const lattice_frame *lf, const traj_export_opts *o, const char *path)
+{
+    const traj_chunk_info *c = &lf->c;
+    int scale = o->scale > 0 ? o->scale : 1;
+    if (c->type == CARLO_U8 && lf->q >= 2 && o->lo == o->hi)
+        return carlo_png_states(path, lf->raw, (int)c->rows, (int)c->cols, (int)lf->q, scale);
+    size_t n = (size_t)(c->rows * c->cols);
+    carlo_array a = {.type = c->type, .n = n, .data = lf->raw};
+    double lo = o->lo, hi = o->hi;
+    if (lo == hi) {
+        lo = INFINITY;
+        hi = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            double v = carlo_array_get(&a, i);
+            if (v < lo) lo = v;
+            if (v > hi) hi = v;
         }
-        size_t w = (size_t)c->cols * (size_t)scale, h = (size_t)c->rows * (size_t)scale;
-        uint8_t *rgb = carlo_malloc(carlo_mulsize(w * 3, h), "a PNG image");
-        if (!rgb) {
-            free(raw);
-            return -1;
-        }
-        carlo_array a = {.type = c->type, .n = n, .data = raw};
-        for (size_t y = 0; y < h; y++)
-            for (size_t x = 0; x < w; x++) {
-                double v = carlo_array_get(&a, (y / (size_t)scale) * (size_t)c->cols + x / (size_t)scale);
-                carlo_ramp_color(hi > lo ? (v - lo) / (hi - lo) : 0.5, rgb + (y * w + x) * 3);
-            }
-        rc = carlo_png_write(path, (int)w, (int)h, rgb);
-        free(rgb);
     }
-    free(raw);
+    size_t w = (size_t)c->cols * (size_t)scale, h = (size_t)c->rows * (size_t)scale;
+    uint8_t *rgb = carlo_malloc(carlo_mulsize(w * 3, h), "a PNG image");
+    if (!rgb)
+        return -1;
+    for (size_t y = 0; y < h; y++)
+        for (size_t x = 0; x < w; x++) {
+            double v = carlo_array_get(&a, (y / (size_t)scale) * (size_t)c->cols + x / (size_t)scale);
+            carlo_ramp_color(hi > lo ? (v - lo) / (hi - lo) : 0.5, rgb + (y * w + x) * 3);
+        }
+    int rc = carlo_png_write(path, (int)w, (int)h, rgb);
+    free(rgb);
     return rc;
 }
 
 /* ---------- driver ---------- */
 
+enum { GSD, XYZ, XYZGZ, PNG };
+
+typedef struct export_run {
+    const char *in, *out;
+    const traj_export_opts *o;
+    int kind;
+    traj_file *t;
+    traj_frame_info *fi;
+    gsd_out *g;
+    text_out *txt;
+    int opened;                 /* the output file exists (this export created it) */
+    uint64_t first, last;       /* frames [first, last), from 0 */
+    uint64_t written, skipped, damaged;
+    uint64_t first_written, last_written;
+    uint8_t *what;              /* per frame: 0 export, 1 no particles, 2 damaged */
+} export_run;
+
+/* A damaged frame: an error, or (--skip-damaged) a frame left out with a notice. */
+static int damaged_frame(export_run *r, uint64_t k)
+{
+    if (!r->o->skip_damaged) {
+        char why[700];
+        snprintf(why, sizeof why, "%s", carlo_errmsg());
+        return carlo_seterr("%s (--skip-damaged exports the other frames)", why);
+    }
+    r->what[k - r->first] = 2;
+    r->damaged++;
+    if (!r->o->quiet && !carlo_quiet)
+        fprintf(stderr, "carlo export: frame %llu skipped (damaged): %s\n", (unsigned long long)k + 1,
+                carlo_errmsg());
+    return 0;
+}
+
+/* The first pass: which frames export, which are damaged, and (GSD) the log quantities. */
+static int survey(export_run *r)
+{
+    for (uint64_t k = r->first; k < r->last; k++) {
+        if (carlo_interrupted)
+            return TRAJ_EXPORT_INTERRUPTED;
+        if (traj_frame_info_get(r->t, k, r->fi)) {
+            if (damaged_frame(r, k))
+                return -1;
+            continue;
+        }
+        if (r->kind != PNG && !find_info(r->fi, "particles/position")) {
+            r->what[k - r->first] = 1;
+            r->skipped++;
+            continue;
+        }
+        if (r->kind == GSD && gsd_note_logs(r->g, r->fi, k))
+            return -1;
+    }
+    if (r->kind != PNG && r->skipped + r->damaged == r->last - r->first)
+        return carlo_seterr("%s: no %sframe has particles/position (lattice frames export to .png)",
+                            r->in, r->damaged ? "intact " : "");
+    if (r->kind == GSD) {
+        uint64_t k = r->first;
+        while (r->what[k - r->first])
+            k++;
+        return gsd_check_logs(r->g, r->in, k);
+    }
+    return 0;
+}
+
+static int open_output(export_run *r)
+{
+    if (r->kind == GSD) {
+        if (!(r->g->f = fopen(r->out, "wb")))
+            return carlo_seterr("cannot open %s for writing: %s", r->out, strerror(errno));
+        r->g->path = r->out;
+        r->opened = 1;
+        static const uint8_t zeros[256];
+        return gsd_write(r->g, zeros, sizeof zeros);
+    }
+    if (r->kind == XYZ || r->kind == XYZGZ) {
+        r->txt = carlo_calloc(1, sizeof *r->txt, "an XYZ writer");
+        if (!r->txt)
+            return -1;
+        r->txt->path = r->out;
+        if (r->kind == XYZ ? !(r->txt->f = fopen(r->out, "w")) : !(r->txt->z = gzopen(r->out, "wb6")))
+            return carlo_seterr("cannot open %s for writing: %s", r->out, strerror(errno));
+        r->opened = 1;
+    }
+    return 0;
+}
+
+/* Frame k: read whole, then written. */
+static int export_frame(export_run *r, uint64_t k)
+{
+    if (traj_frame_info_get(r->t, k, r->fi))
+        return damaged_frame(r, k);
+    int rc = 0;
+    if (r->kind == PNG) {
+        lattice_frame lf;
+        int got = png_read(r->t, k, r->fi, r->o, &lf);
+        if (got)
+            return got == -2 ? -1 : damaged_frame(r, k);
+        char *path = r->last - r->first == 1 ? NULL : numbered(r->out, k);
+        rc = png_frame(&lf, r->o, path ? path : r->out);
+        free(path);
+        free(lf.raw);
+    } else {
+        particle_frame p;
+        gsd_frame_data *d = NULL;
+        type_table tt;
+        memset(&tt, 0, sizeof tt);
+        int got = read_particles(r->t, k, r->fi, &p);
+        if (got == 0 && r->kind == GSD) {
+            if (!(d = carlo_malloc(sizeof *d, "a GSD frame"))) {
+                free(p.pos);
+                return -1;
+            }
+            got = gsd_read(r->t, k, r->fi, &p, d);
+        } else if (got == 0) {
+            got = type_names(r->t, k, r->fi, p.N, &tt);
+        }
+        if (got) {
+            free(p.pos);
+            free(d);
+            return damaged_frame(r, k);
+        }
+        rc = r->kind == GSD ? gsd_frame(r->g, &p, d, r->written, k) : xyz_frame(r->txt, k, &p, &tt);
+        if (d)
+            gsd_frame_data_free(d);
+        free(d);
+        type_table_free(&tt);
+        free(p.pos);
+    }
+    if (rc)
+        return -1;
+    if (!r->written++)
+        r->first_written = k;
+    r->last_written = k;
+    return 0;
+}
+
+/* Close the output: finished (GSD index and header, XYZ flushed) unless the export failed. */
+static int close_output(export_run *r, int rc)
+{
+    if (r->g) {
+        if (rc >= 0 && r->g->f)
+            rc = gsd_finish(r->g) ? -1 : rc;
+        if (r->g->f && fclose(r->g->f) && rc >= 0)
+            rc = carlo_seterr("writing %s failed: %s", r->out, strerror(errno));
+        r->g->f = NULL;
+    }
+    if (r->txt) {
+        if (rc >= 0)
+            rc = text_flush(r->txt) ? -1 : rc;
+        if (r->txt->f && fclose(r->txt->f) && rc >= 0)
+            rc = carlo_seterr("writing %s failed: %s", r->out, strerror(errno));
+        if (r->txt->z && gzclose(r->txt->z) != Z_OK && rc >= 0)
+            rc = carlo_seterr("writing %s failed", r->out);
+        free(r->txt);
+        r->txt = NULL;
+    }
+    /* no partial file that looks like a result, and no empty one after an interruption */
+    if (r->opened && (rc < 0 || r->written == 0))
+        remove_output(r->out);
+    return rc;
+}
+
+static int kind_of(const char *out)
+{
+    if (ends_with(out, ".gsd"))
+        return GSD;
+    if (ends_with(out, ".xyz"))
+        return XYZ;
+    if (ends_with(out, ".xyz.gz"))
+        return XYZGZ;
+    if (ends_with(out, ".png"))
+        return PNG;
+    return -1;
+}
+
+static int run_export(export_run *r)
+{
+    int rc = survey(r);
+    if (rc)
+        return rc;
+    rc = open_output(r);
+    for (uint64_t k = r->first; !rc && k < r->last; k++) {
+        if (carlo_interrupted)
+            rc = TRAJ_EXPORT_INTERRUPTED;
+        else if (r->what[k - r->first] == 0)
+            rc = export_frame(r, k);
+    }
+    if (!rc && r->written == 0)
+        rc = carlo_seterr("%s: every frame to export is damaged", r->in);
+    return close_output(r, rc);
+}
+
 int traj_export(const char *in, const char *out, const traj_export_opts *o)
 {
-    enum { GSD, XYZ, XYZGZ, PNG } kind;
-    if (ends_with(out, ".gsd"))
-        kind = GSD;
-    else if (ends_with(out, ".xyz"))
-        kind = XYZ;
-    else if (ends_with(out, ".xyz.gz"))
-        kind = XYZGZ;
-    else if (ends_with(out, ".png"))
-        kind = PNG;
-    else
+    export_run r;
+    memset(&r, 0, sizeof r);
+    r.in = in;
+    r.out = out;
+    r.o = o;
+    r.kind = kind_of(out);
+    if (r.kind < 0)
         return carlo_seterr("%s: the output's extension picks the format: .gsd, .xyz, .xyz.gz or .png",
                             out);
     traj_options to;
     traj_options_init(&to);
     to.quiet = o->quiet;
-    traj_file *t = traj_open(in, 'r', &to);
-    if (!t)
+    r.t = traj_open(in, 'r', &to);
+    if (!r.t)
         return -1;
-    uint64_t n = traj_count(t);
-    uint64_t first = o->first ? o->first - 1 : 0, last = o->last ? o->last : n;
-    if (last > n)
-        last = n;
-    if (n == 0 || first >= last) {
-        traj_close(t);
+    uint64_t n = traj_count(r.t);
+    r.first = o->first ? o->first - 1 : 0;
+    r.last = o->last && o->last < n ? o->last : n;
+    if (n == 0 || r.first >= r.last) {
+        traj_close(r.t);
         return carlo_seterr("%s: no frames to export (%llu frames in the file, asked for %llu to %llu)",
-                            in, (unsigned long long)n, (unsigned long long)first + 1,
-                            (unsigned long long)last);
+                            in, (unsigned long long)n, (unsigned long long)r.first + 1,
+                            (unsigned long long)(o->last ? o->last : n));
     }
-    traj_frame_info *fi = carlo_malloc(sizeof *fi, "frame information");
-    gsd_out *g = NULL;
-    text_out *txt = NULL;
-    int rc = fi ? 0 : -1;
-    if (!rc && kind == GSD) {
-        g = carlo_calloc(1, sizeof *g, "a GSD writer");
-        rc = g ? 0 : -1;
-        if (g && !(g->f = fopen(out, "wb")))
-            rc = carlo_seterr("cannot open %s for writing: %s", out, strerror(errno));
-        if (!rc) {
-            g->path = out;
-            static const uint8_t zeros[256];
-            rc = gsd_write(g, zeros, sizeof zeros);
-        }
-    } else if (!rc && (kind == XYZ || kind == XYZGZ)) {
-        txt = carlo_calloc(1, sizeof *txt, "an XYZ writer");
-        rc = txt ? 0 : -1;
-        if (txt) {
-            txt->path = out;
-            if (kind == XYZ ? !(txt->f = fopen(out, "w")) : !(txt->z = gzopen(out, "wb6")))
-                rc = carlo_seterr("cannot open %s for writing: %s", out, strerror(errno));
-        }
+    r.fi = carlo_malloc(sizeof *r.fi, "frame information");
+    r.what = carlo_calloc((size_t)(r.last - r.first), 1, "the list of frames");
+    if (r.kind == GSD)
+        r.g = carlo_calloc(1, sizeof *r.g, "a GSD writer");
+    int rc = !r.fi || !r.what || (r.kind == GSD && !r.g) ? -1 : run_export(&r);
+    if (rc == TRAJ_EXPORT_INTERRUPTED && !r.written)
+        carlo_seterr("interrupted: nothing written");
+    else if (rc == TRAJ_EXPORT_INTERRUPTED)
+        carlo_seterr("interrupted: %s holds frames %llu to %llu (%llu of the %llu asked for)%s", out,
+                     (unsigned long long)r.first_written + 1, (unsigned long long)r.last_written + 1,
+                     (unsigned long long)r.written, (unsigned long long)(r.last - r.first),
+                     r.kind == PNG ? ", one image each" : "");
+    if (rc >= 0 && !o->quiet && !carlo_quiet) {
+        if (r.skipped)
+            fprintf(stderr, "carlo export: %llu frames without particles/position skipped\n",
+                    (unsigned long long)r.skipped);
+        if (r.damaged)
+            fprintf(stderr, "carlo export: %llu damaged frames skipped, %llu frames exported\n",
+                    (unsigned long long)r.damaged, (unsigned long long)r.written);
     }
-    uint64_t written = 0, skipped = 0;
-    for (uint64_t k = first; !rc && k < last; k++) {
-        if (traj_frame_info_get(t, k, fi)) {
-            rc = -1;
-            break;
-        }
-        if (kind == PNG) {
-            char *path = last - first == 1 ? NULL : numbered(out, k);
-            rc = png_frame(t, k, fi, o, path ? path : out);
-            free(path);
-            written++;
-            continue;
-        }
-        particle_frame p;
-        int got = read_particles(t, k, fi, &p);
-        if (got == 1) {
-            skipped++;
-            continue;
-        }
-        if (got == 0)
-            rc = kind == GSD ? gsd_frame(g, t, k, fi, &p, written) : xyz_frame(txt, t, k, fi, &p);
-        else
-            rc = -1;
-        free(p.pos);
-        written++;
-    }
-    if (!rc && written == 0)
-        rc = carlo_seterr("%s: no frame has particles/position (lattice frames export to .png)", in);
-    if (g) {
-        if (!rc)
-            rc = gsd_finish(g);
-        if (g->f && fclose(g->f) && !rc)
-            rc = carlo_seterr("writing %s failed: %s", out, strerror(errno));
-        free(g->idx);
-        free(g);
-    }
-    if (txt) {
-        if (!rc)
-            rc = text_flush(txt);
-        if (txt->f && fclose(txt->f) && !rc)
-            rc = carlo_seterr("writing %s failed: %s", out, strerror(errno));
-        if (txt->z && gzclose(txt->z) != Z_OK && !rc)
-            rc = carlo_seterr("writing %s failed", out);
-        free(txt);
-    }
-    if (rc && (kind == GSD || kind == XYZ || kind == XYZGZ))
-        remove(out); /* no partial file that looks like a result */
-    if (!rc && skipped && !o->quiet && !carlo_quiet)
-        fprintf(stderr, "carlo export: %llu frames without particles/position skipped\n",
-                (unsigned long long)skipped);
-    free(fi);
-    traj_close(t);
+    if (r.g)
+        gsd_free(r.g);
+    free(r.what);
+    free(r.fi);
+    traj_close(r.t);
     return rc;
 }
 
@@ -603,11 +898,19 @@ static void export_usage(FILE *f)
 {
     fprintf(f, "usage: carlo export [options] IN.ctr OUT.gsd|OUT.xyz|OUT.xyz.gz|OUT.png\n"
                "  --frames A:B     frames A to B (from 1; A: or :B leave an end open; one number: one frame)\n"
+               "  --skip-damaged   export every intact frame, leaving out (and naming) the damaged ones\n"
                "  --chunk NAME     PNG: the lattice chunk to draw (default lattice/spins)\n"
                "  --scale N        PNG: pixels per site (default 1)\n"
                "  --range LO:HI    PNG: the values at the ends of the colour ramp (default: each frame's)\n"
                "  --quiet          no notices\n"
-               "Several frames to PNG write OUT-000001.png, OUT-000002.png, ... (numbered by frame).\n");
+               "Several frames to PNG write OUT-000001.png, OUT-000002.png, ... (numbered by frame).\n"
+               "Ctrl-C stops at a frame boundary and finishes OUT with the frames exported so far.\n");
+}
+
+static void on_sigint(int sig)
+{
+    signal(sig, SIG_DFL); /* a second Ctrl-C kills at once */
+    carlo_interrupted = 1;
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -637,6 +940,8 @@ int traj_export_main(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             o.quiet = 1;
+        } else if (strcmp(a, "--skip-damaged") == 0) {
+            o.skip_damaged = 1;
         } else if (strcmp(a, "--frames") == 0 && v) {
             const char *colon = strchr(v, ':');
             char lo[32] = "", hi[32] = "";
@@ -688,9 +993,14 @@ int traj_export_main(int argc, char **argv)
         export_usage(stderr);
         return 1;
     }
-    if (traj_export(files[0], files[1], &o)) {
+    /* Ctrl-C: the export stops at the next frame and finishes its output, as a run does */
+    carlo_interrupted = 0;
+    void (*old)(int) = signal(SIGINT, on_sigint);
+    int rc = traj_export(files[0], files[1], &o);
+    signal(SIGINT, old);
+    if (rc) {
         fprintf(stderr, "carlo export: %s\n", carlo_errmsg());
-        return 1;
+        return rc == TRAJ_EXPORT_INTERRUPTED ? 130 : 1;
     }
     return 0;
 }

@@ -3,6 +3,7 @@
 #include "traj/pool.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +70,21 @@ traj_pool *traj_pool_new(int threads)
         return NULL;
     }
     for (int i = 0; i < want; i++) {
-        if (pthread_create(&p->th[i], NULL, helper, p))
+        if (traj_thread_start(&p->th[i], helper, p))
             break; /* fewer helpers is still correct */
         p->nhelpers++;
     }
     return p;
+}
+
+int traj_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits the mask */
+    int rc = pthread_create(th, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
 
 void traj_pool_free(traj_pool *p)

@@ -15,4 +15,9 @@ void traj_pool_free(traj_pool *p);
  * One loop at a time per pool. */
 void traj_pool_run(traj_pool *p, size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
 
+/* pthread_create with every signal blocked in the new thread: Ctrl-C and the like are
+ * handled by the thread that runs the script, never in the middle of a helper's write. */
+#include <pthread.h>
+int traj_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+
 #endif

@@ -29,7 +29,9 @@ typedef struct traj_options {
 void traj_options_init(traj_options *o);
 
 /* mode 'r' reads; 'w' creates or truncates; 'a' opens (or creates) and continues after the
- * last complete frame. NULL with the message set on failure. */
+ * last complete frame. NULL with the message set on failure; a file that this call created
+ * or emptied is removed again then (no 0-byte file is left behind). A file whose header is
+ * damaged is read by scanning for its frames (each carries its own CRCs), with a notice. */
 traj_file *traj_open(const char *path, char mode, const traj_options *o);
 
 /* Flush, write the index, fsync and close. Frees t in every case; -1 with the message set
@@ -55,6 +57,10 @@ int traj_append_pending(const traj_file *t);
 
 uint64_t traj_count(traj_file *t);          /* complete frames (flushes first) */
 int traj_recovered(const traj_file *t);     /* 1 when the index was rebuilt by scanning */
+
+/* 1 when a trajectory of this process has the file at path (links followed) open for
+ * writing: saving a checkpoint over it would discard its frames. */
+int traj_open_for_writing(const char *path);
 const char *traj_path(const traj_file *t);
 char traj_mode(const traj_file *t);
 double traj_precision(const traj_file *t);

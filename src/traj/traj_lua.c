@@ -228,6 +228,10 @@ static void add_value(lua_State *L, carlo_frame *f, const char *where, const cha
             } else {
                 luaL_error(L, "%s: %s must be 6 numbers (Lx, Ly, Lz, xy, xz, yz)", where, name);
             }
+            for (int i = 0; i < 6; i++)
+                if (!isfinite(box[i]))
+                    luaL_error(L, "%s: %s[%d] is %f: the box must be finite (Lx, Ly, Lz, xy, xz, "
+                                  "yz)", where, name, i + 1, (double)box[i]);
             if (!(box[0] > 0 && box[1] > 0 && box[2] >= 0))
                 luaL_error(L, "%s: %s needs Lx > 0, Ly > 0, Lz >= 0 (Lz = 0 in 2D)", where, name);
             rc = carlo_frame_add_copy(f, name, CARLO_F32, 6, 1, box);
@@ -318,6 +322,8 @@ static void add_table(lua_State *L, carlo_frame *f, int idx, const char *where, 
         if (lua_type(L, -2) != LUA_TSTRING)
             luaL_error(L, "%s: chunk names must be strings (got a %s key)", where, luaL_typename(L, -2));
         const char *name = lua_tostring(L, -2);
+        if (strlen(name) != lua_rawlen(L, -2)) /* C would cut it at the NUL */
+            luaL_error(L, "%s: chunk name '%s\\0...' holds a NUL byte", where, name);
         if (logs_only && !prefixed(name, "log/"))
             luaL_error(L, "%s: with a system, the table adds log/... chunks only (got '%s')", where, name);
         if (carlo_frame_find(f, name))
@@ -577,7 +583,10 @@ static int l_trajectory(lua_State *L)
 {
     const char *where = "carlo.trajectory";
     static const char *const keys[] = {"precision", "threads", "level", "restart", "quiet", NULL};
-    const char *path = luaL_checkstring(L, 1);
+    size_t plen;
+    const char *path = luaL_checklstring(L, 1, &plen);
+    if (strlen(path) != plen)
+        return luaL_error(L, "%s: the file name '%s\\0...' holds a NUL byte", where, path);
     int opts = 0;
     char mode = 'r';
     if (lua_type(L, 2) == LUA_TSTRING) {

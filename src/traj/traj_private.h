@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "traj/pool.h"
 #include "traj/traj.h"
@@ -30,6 +31,9 @@ struct traj_file {
     char mode;
     int fd;
     int regular;
+    dev_t dev;           /* the file itself (the registry of open writers compares these) */
+    ino_t ino;
+    int header_damaged;  /* the file header failed its CRC: frames were found by scanning */
     traj_options opt;
     /* the frames in the file; appended by the writer thread under mu */
     entry *ent;

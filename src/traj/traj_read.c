@@ -86,6 +86,40 @@ static int check_entry(traj_file *t, uint64_t k, int i, const uint8_t *e, uint64
     return 0;
 }
 
+/* The chunks' payloads may not share bytes: 32 entries pointing at one payload would let a
+ * small file decode to 32 times what its bytes can hold. With disjoint payloads, the frame
+ * decodes to at most what its record's bytes can hold. */
+static int check_disjoint(traj_file *t, const frame_loc *fl, uint64_t len)
+{
+    unsigned long long fk = (unsigned long long)fl->k + 1;
+    int order[CARLO_FRAME_MAX];
+    for (int i = 0; i < fl->n; i++) { /* by offset (insertion: at most 32) */
+        int j = i;
+        while (j > 0 && fl->c[order[j - 1]].offset > fl->c[i].offset) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < fl->n; i++) {
+        const chunk_loc *c = &fl->c[order[i]];
+        if (i > 0) {
+            const chunk_loc *p = &fl->c[order[i - 1]];
+            if (c->offset - p->offset < p->stored)
+                return carlo_seterr("trajectory %s: frame %llu, chunk '%s': its data overlaps that of "
+                                    "chunk '%s' (the file is corrupt)", t->path, fk, c->info.name,
+                                    p->info.name);
+        }
+        total += c->info.rows * c->info.cols * carlo_dtype_size(c->info.type);
+    }
+    if (total > traj_max_raw(TRAJ_CODEC_QUANT, CARLO_F64, len))
+        return carlo_seterr("trajectory %s: frame %llu: its chunks claim %llu bytes, more than its "
+                            "%llu stored bytes can hold (the file is corrupt)", t->path, fk,
+                            (unsigned long long)total, (unsigned long long)len);
+    return 0;
+}
+
 static int locate(traj_file *t, uint64_t k, frame_loc *fl)
 {
     wait_idle(t);
@@ -129,7 +163,7 @@ static int locate(traj_file *t, uint64_t k, frame_loc *fl)
                 return carlo_seterr("trajectory %s: frame %llu: chunk '%s' appears twice (the file "
                                     "is corrupt)", t->path, fk, fl->c[i].info.name);
     }
-    return 0;
+    return check_disjoint(t, fl, len);
 }
 
 static int decode_chunk(traj_file *t, const frame_loc *fl, const chunk_loc *c, void *dst)

@@ -70,6 +70,20 @@ end
 write("disks", disks, 40)
 write("lj", lj, 6)
 
+-- a log/ quantity missing from frame 3: read back by gsd.hoomd in tests/lib/traj_check.py
+do
+  local tr = carlo.trajectory(D .. "/logs.ctr", "w")
+  for k = 1, 4 do
+    local pos, box = disks(6, k)
+    local f = { ["configuration/step"] = k, ["configuration/box"] = box, ["particles/position"] = pos }
+    if k ~= 3 then f["log/energy"] = -1.5 * k end
+    tr:write(f)
+  end
+  tr:close()
+  check.ok("lua/traj/export-runs-logs", os.execute(("%s export --quiet %s %s"):format(CARLO,
+    D .. "/logs.ctr", D .. "/logs.gsd")))
+end
+
 local py = io.open("/usr/bin/python3") and "/usr/bin/python3" or "python3"
 local here = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/") or "."
 if not os.execute(py .. " -c 'import numpy' 2>/dev/null") then

@@ -25,7 +25,8 @@ fi
 rm -f /tmp/traj_fuzz_build.$$
 work=$(mktemp -d "${CARLO_TEST_TMP:-/tmp}/traj-fuzz.XXXXXX")
 mkdir -p "$work/corpus" "$work/crashes"
-# seeds: every codec, a wrapped quantized chunk, a checkpoint, a file without an index
+# seeds: every codec, a wrapped quantized chunk, a checkpoint, a file without an index, a
+# file with a damaged header
 "$CARLO" --quiet - <<LUA
 local D = "$work/corpus/"
 local tr = carlo.trajectory(D .. "tables.ctr", "w", { threads = 0 })
@@ -57,6 +58,8 @@ LUA
 if [ -f "$work/corpus/potts.ctr" ]; then
     size=$(stat -c %s "$work/corpus/potts.ctr")
     head -c $((size - 150)) "$work/corpus/potts.ctr" >"$work/corpus/cut.ctr"
+    # and one whose file header is damaged: its frames are found by scanning
+    { head -c 64 /dev/zero; tail -c +65 "$work/corpus/potts.ctr"; } >"$work/corpus/noheader.ctr"
 fi
 log="$work/fuzz.log"
 "$BUILD/fuzz/traj_fuzz" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -rss_limit_mb=1024 \
