@@ -122,11 +122,16 @@ validate: all $(TEST_BIN)
 	@BUILD=$(BUILD) tests/run validation
 
 # The unit and Lua tests under AddressSanitizer and UndefinedBehaviorSanitizer (CPU build).
-SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer
+# Every finding stops the program and fails its test: UBSan's too, which would otherwise only
+# print (-fno-sanitize-recover), and ASan's after the first report (halt_on_error).
+SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SANITIZE_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_string_checks=1 \
+               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 sanitize:
 	@$(MAKE) --no-print-directory CUDA=0 BUILD=$(BUILD)/sanitize CFLAGS="-O1 -g $(SANITIZE)" \
 	    LDFLAGS="$(SANITIZE)" all $(TEST_BIN:$(BUILD)/%=$(BUILD)/sanitize/%)
-	@BUILD=$(BUILD)/sanitize CARLO_SANITIZED=1 tests/run unit lua
+	@BUILD=$(BUILD)/sanitize CARLO_SANITIZED=1 CARLO_SANITIZE_FLAGS="$(SANITIZE)" $(SANITIZE_ENV) \
+	    tests/run unit lua
 
 bench: all
 	@$(BUILD)/carlo scripts/bench.lua
@@ -140,14 +145,27 @@ demo:
 	@$(MAKE) --no-print-directory all
 	@$(BUILD)/carlo workflows/quickstart.lua out=$(BUILD)/quickstart
 
-install: all
+# carlo.pc, for host programs: cc host.c $(pkg-config --cflags --libs carlo). It lists what
+# libcarlo.a needs as this build made it: Lua, zlib and OpenMP, the CUDA runtime for a CUDA
+# build, the sanitizers for make sanitize's. Rewritten at every install (PREFIX may change).
+VERSION := $(shell sed -n 's/^\#define CARLO_VERSION "\(.*\)"/\1/p' src/runtime.c)
+.PHONY: $(BUILD)/carlo.pc
+$(BUILD)/carlo.pc: carlo.pc.in
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@CFLAGS@|$(strip $(LUA_CFLAGS))|' \
+	    -e 's|@LIBS@|$(strip $(CUDA_LIBS) $(LDLIBS) $(LDFLAGS))|' $< > $@
+
+install: all $(BUILD)/carlo.pc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	    $(DESTDIR)$(PREFIX)/lib/lua/5.4 $(DESTDIR)$(PREFIX)/share/lua/5.4/carlo \
 	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3 \
 	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(BUILD)/carlo $(DESTDIR)$(PREFIX)/bin/carlo
 	install -m 644 $(BUILD)/libcarlo.a $(DESTDIR)$(PREFIX)/lib/libcarlo.a
 	install -m 644 src/carlo.h $(DESTDIR)$(PREFIX)/include/carlo.h
+	install -m 644 $(BUILD)/carlo.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/carlo.pc
 	install -m 755 $(BUILD)/carlo.so $(DESTDIR)$(PREFIX)/lib/lua/5.4/carlo.so
 	install -m 644 $(LUA_SRC) $(DESTDIR)$(PREFIX)/share/lua/5.4/carlo/
 	for m in man/*.[1357]; do \

@@ -4,6 +4,7 @@
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +12,44 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/rng.h"
+
+/* Pushes what the value at idx is, for "(got ...)": numbers, booleans and nil as Lua prints
+ * them; strings quoted (their first 40 bytes, control bytes as '?'), "the string "1"" where a
+ * string was not what was asked for; anything else by its type ("a table", "a carlo.array"). */
+static const char *describe(lua_State *L, int idx, int say_string)
+{
+    idx = lua_absindex(L, idx);
+    switch (lua_type(L, idx)) {
+    case LUA_TSTRING: {
+        size_t len;
+        const char *v = lua_tolstring(L, idx, &len);
+        char buf[48];
+        size_t k = 0;
+        for (; k < len && k < 40; k++)
+            buf[k] = (unsigned char)v[k] < 32 || v[k] == 127 ? '?' : v[k];
+        buf[k] = 0;
+        return lua_pushfstring(L, "%s\"%s%s\"", say_string ? "the string " : "", buf,
+                               len > 40 ? "..." : "");
+    }
+    case LUA_TNUMBER:
+    case LUA_TBOOLEAN:
+    case LUA_TNIL:
+        return luaL_tolstring(L, idx, NULL);
+    default: {
+        int field = luaL_getmetafield(L, idx, "__name"); /* pushes nothing when absent */
+        const char *name = field == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, idx);
+        const char *r = lua_pushfstring(L, "a %s", name);
+        if (field != LUA_TNIL)
+            lua_remove(L, -2);
+        return r;
+    }
+    }
+}
+
+const char *carlo_arg_got(lua_State *L, int idx)
+{
+    return describe(L, idx, 1);
+}
 
 void carlo_args_allowed(lua_State *L, int idx, const char *where, const char *const *allowed)
 {
@@ -59,45 +98,79 @@ int64_t carlo_arg_int(lua_State *L, int idx, const char *where, const char *key,
                        (lua_Integer)min, (lua_Integer)max);
         return def;
     }
+    /* a string is refused like any other wrong type, never converted ("1" is not 1) */
     int isint = 0;
-    lua_Integer v = lua_tointegerx(L, -1, &isint);
-    if (!isint || t != LUA_TNUMBER || v < min || v > max) {
-        const char *got = luaL_tolstring(L, -1, NULL);
+    lua_Integer v = t == LUA_TNUMBER ? lua_tointegerx(L, -1, &isint) : 0;
+    if (!isint || v < min || v > max)
         luaL_error(L, "%s: %s must be an integer from %I to %I (got %s)", where, key,
-                   (lua_Integer)min, (lua_Integer)max, got);
-    }
+                   (lua_Integer)min, (lua_Integer)max, describe(L, -1, 1));
     lua_pop(L, 1);
     return (int64_t)v;
+}
+
+/* The shortest decimal that reads back as x: a bound prints as 0.25, not 0.25000000000000000,
+ * and 1/177 to the digit that decides (a rounded bound would let "x = bound" look allowed). */
+static void shortest(char *buf, size_t n, double x)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, n, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x)
+            return;
+    }
+}
+
+static void num_range(char *range, size_t n, double lo, int lo_closed, double hi, int hi_closed)
+{
+    char a[32], b[32];
+    shortest(a, sizeof a, lo);
+    shortest(b, sizeof b, hi);
+    if (isinf(hi))
+        snprintf(range, n, "a number %s %s", lo_closed ? ">=" : ">", a);
+    else if (isinf(lo))
+        snprintf(range, n, "a number %s %s", hi_closed ? "<=" : "<", b);
+    else
+        snprintf(range, n, "a number in %c%s, %s%c", lo_closed ? '[' : '(', a, b,
+                 hi_closed ? ']' : ')');
+}
+
+/* The number at the top of the stack, popped, or an error naming what (a key, "list[k]"). */
+static double check_num(lua_State *L, const char *where, const char *what, double lo, int lo_closed,
+                        double hi, int hi_closed)
+{
+    double v = lua_type(L, -1) == LUA_TNUMBER ? lua_tonumber(L, -1) : NAN; /* "1" is not 1 */
+    int ok = isfinite(v) && (lo_closed ? v >= lo : v > lo) && (hi_closed ? v <= hi : v < hi);
+    if (!ok) {
+        char range[96];
+        num_range(range, sizeof range, lo, lo_closed, hi, hi_closed);
+        luaL_error(L, "%s: %s must be %s (got %s)", where, what, range, describe(L, -1, 1));
+    }
+    lua_pop(L, 1);
+    return v;
 }
 
 double carlo_arg_num(lua_State *L, int idx, const char *where, const char *key, int required,
                      double def, double lo, int lo_closed, double hi, int hi_closed)
 {
     idx = lua_absindex(L, idx);
-    int t = lua_getfield(L, idx, key);
-    char range[96];
-    if (isinf(hi))
-        snprintf(range, sizeof range, "a number %s %.17g", lo_closed ? ">=" : ">", lo);
-    else if (isinf(lo))
-        snprintf(range, sizeof range, "a number %s %.17g", hi_closed ? "<=" : "<", hi);
-    else
-        snprintf(range, sizeof range, "a number in %c%.17g, %.17g%c", lo_closed ? '[' : '(', lo,
-                 hi, hi_closed ? ']' : ')');
-    if (t == LUA_TNIL) {
+    if (lua_getfield(L, idx, key) == LUA_TNIL) {
         lua_pop(L, 1);
-        if (required)
+        if (required) {
+            char range[96];
+            num_range(range, sizeof range, lo, lo_closed, hi, hi_closed);
             luaL_error(L, "%s: %s is required (%s)", where, key, range);
+        }
         return def;
     }
-    double v = lua_tonumber(L, -1);
-    int ok = t == LUA_TNUMBER && isfinite(v) && (lo_closed ? v >= lo : v > lo) &&
-             (hi_closed ? v <= hi : v < hi);
-    if (!ok) {
-        const char *got = luaL_tolstring(L, -1, NULL);
-        luaL_error(L, "%s: %s must be %s (got %s)", where, key, range, got);
-    }
-    lua_pop(L, 1);
-    return v;
+    return check_num(L, where, key, lo, lo_closed, hi, hi_closed);
+}
+
+double carlo_arg_item_num(lua_State *L, int idx, const char *where, const char *key, lua_Integer k,
+                          double lo, int lo_closed, double hi, int hi_closed)
+{
+    lua_geti(L, idx, k);
+    char what[96];
+    snprintf(what, sizeof what, "%s[%lld]", key, (long long)k);
+    return check_num(L, where, what, lo, lo_closed, hi, hi_closed);
 }
 
 int carlo_arg_enum(lua_State *L, int idx, const char *where, const char *key, const char *def,
@@ -119,6 +192,8 @@ int carlo_arg_enum(lua_State *L, int idx, const char *where, const char *key, co
         if (strcmp(names[i], v) == 0)
             found = i;
     if (found < 0) {
+        /* the value itself (at -1), not whatever lies below it */
+        const char *got = t == LUA_TNIL ? NULL : describe(L, -1, 0);
         luaL_Buffer b;
         luaL_buffinit(L, &b);
         for (int i = 0; names[i]; i++) {
@@ -129,10 +204,9 @@ int carlo_arg_enum(lua_State *L, int idx, const char *where, const char *key, co
             luaL_addchar(&b, '"');
         }
         luaL_pushresult(&b);
-        if (t == LUA_TNIL)
+        if (!got)
             luaL_error(L, "%s: %s is required (one of %s)", where, key, lua_tostring(L, -1));
-        const char *got = luaL_tolstring(L, -3, NULL);
-        luaL_error(L, "%s: %s must be one of %s (got %s)", where, key, lua_tostring(L, -2), got);
+        luaL_error(L, "%s: %s must be one of %s (got %s)", where, key, lua_tostring(L, -1), got);
     }
     lua_pop(L, 1);
     return found;
@@ -145,7 +219,7 @@ int carlo_arg_bool(lua_State *L, int idx, const char *where, const char *key, in
     if (t == LUA_TBOOLEAN)
         v = lua_toboolean(L, -1);
     else if (t != LUA_TNIL)
-        luaL_error(L, "%s: %s must be true or false (got a %s)", where, key, lua_typename(L, t));
+        luaL_error(L, "%s: %s must be true or false (got %s)", where, key, describe(L, -1, 1));
     lua_pop(L, 1);
     return v;
 }
@@ -160,7 +234,7 @@ const char *carlo_arg_str(lua_State *L, int idx, const char *where, const char *
         return NULL;
     }
     if (t != LUA_TSTRING)
-        luaL_error(L, "%s: %s must be a string (got a %s)", where, key, lua_typename(L, t));
+        luaL_error(L, "%s: %s must be a string (got %s)", where, key, describe(L, -1, 0));
     const char *s = lua_tostring(L, -1);
     lua_pop(L, 1); /* still referenced by the table */
     return s;

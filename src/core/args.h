@@ -17,9 +17,20 @@ int carlo_arg_has(lua_State *L, int idx, const char *key);
 int64_t carlo_arg_int(lua_State *L, int idx, const char *where, const char *key, int required,
                       int64_t def, int64_t min, int64_t max);
 
-/* A finite number with lo < x (or lo <= x when lo_closed), x < hi (or <= when hi_closed). */
+/* A finite number with lo < x (or lo <= x when lo_closed), x < hi (or <= when hi_closed).
+ * carlo_arg_int and carlo_arg_num never convert strings: T = "1" is refused like any other
+ * wrong type, and every refusal names the key and the value received. */
 double carlo_arg_num(lua_State *L, int idx, const char *where, const char *key, int required,
                      double def, double lo, int lo_closed, double hi, int hi_closed);
+
+/* The same for item k of the list at idx (a list-valued key such as temperatures): the error
+ * reads "<where>: temperatures[2] must be a number > 0 (got the string "2")". */
+double carlo_arg_item_num(lua_State *L, int idx, const char *where, const char *key, lua_Integer k,
+                          double lo, int lo_closed, double hi, int hi_closed);
+
+/* Pushes a short description of the value at idx for a "(got ...)" clause and returns it:
+ * 1.5, true, nil, the string "1", a table, a carlo.array. */
+const char *carlo_arg_got(lua_State *L, int idx);
 
 /* One of the NULL-terminated names; returns its index. def may be NULL only if required. */
 int carlo_arg_enum(lua_State *L, int idx, const char *where, const char *key, const char *def,
