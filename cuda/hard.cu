@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
     int k = 0;
     for (int s = 0; s < mv.moves; s++) {
         if (live && s % T == 0 && s + tl < mv.moves)
-            hard_displacement(&g, DIM, mv.d, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
+            hard_displacement(&g, DIM, mv.delta, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
         float dd[3] = {0.0f, 0.0f, 0.0f};
         for (int a = 0; a < DIM; a++)
             dd[a] = __shfl_sync(FULL_WARP, dmine[a], lead + s % T);
@@ -321,19 +321,20 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
 {
     gpu_impl *g = impl(s);
     const carlo_cell_grid &gr = s->grid;
-    int bx = s->block[0] > 0 ? s->block[0] : 32, by = s->block[1] > 0 ? s->block[1] : 4;
+    const hard_launch &la = s->launch; /* never the chain: every launch decides the same */
+    int bx = la.block[0] > 0 ? la.block[0] : 32, by = la.block[1] > 0 ? la.block[1] : 4;
     dim3 block((unsigned)bx, (unsigned)by, 1);
     dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx), (unsigned)((gr.half[1] + by - 1) / by),
               (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
-    if (s->team > 1) {
+    if (la.team > 1) {
         void (*k)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t, dev_counters *);
         if (gr.dim == 2)
-            k = s->team == 2 ? team_kernel<2, HARD_NMAX_2D, 2>
-                : s->team == 4 ? team_kernel<2, HARD_NMAX_2D, 4> : team_kernel<2, HARD_NMAX_2D, 8>;
+            k = la.team == 2 ? team_kernel<2, HARD_NMAX_2D, 2>
+                : la.team == 4 ? team_kernel<2, HARD_NMAX_2D, 4> : team_kernel<2, HARD_NMAX_2D, 8>;
         else
-            k = s->team == 2 ? team_kernel<3, HARD_NMAX_3D, 2>
-                : s->team == 4 ? team_kernel<3, HARD_NMAX_3D, 4> : team_kernel<3, HARD_NMAX_3D, 8>;
-        const int64_t per = HARD_TEAM_THREADS / s->team;
+            k = la.team == 2 ? team_kernel<3, HARD_NMAX_3D, 2>
+                : la.team == 4 ? team_kernel<3, HARD_NMAX_3D, 4> : team_kernel<3, HARD_NMAX_3D, 8>;
+        const int64_t per = HARD_TEAM_THREADS / la.team;
         const unsigned blocks = (unsigned)((carlo_cell_set_size(&gr) + per - 1) / per);
         k<<<blocks, HARD_TEAM_THREADS>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr);
         CK(cudaGetLastError());
@@ -341,11 +342,11 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
     }
     /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers and
      * three quarters of the occupancy, so the cell stays in memory (L1) */
-    const int cache = s->variant == 1;
+    const int cache = la.variant == 1;
     size_t smem = (size_t)(gr.dim == 2 ? HARD_NB_2D : HARD_NB_3D) * (size_t)gr.dim * (size_t)(bx * by) *
                   sizeof(float);
     /* a block too large for its lists in shared memory scans the cells per move instead */
-    const int gather = s->gather != 0 && smem <= g->smem_max;
+    const int gather = la.gather != 0 && smem <= g->smem_max;
     if (!gather)
         smem = 0;
     void (*k)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t, dev_counters *);

@@ -76,7 +76,7 @@ for phi_s in tostring(opt.phi):gmatch("[^,]+") do
   io.stdout:flush()
   if log then
     log:row{ phi = sys.phi, P_gr = s.P_gr, P_sdf = s.P_sdf, tau = s.P_gr.tau, psi6 = psi.global,
-             acceptance = s.acceptance.translation, seconds = carlo.clock() - t0 }
+             acceptance = s.acceptance, seconds = carlo.clock() - t0 }
   end
   if not s.P_gr.plateau then
     print("#   (no blocking plateau: the run is shorter than its correlation time; the error is a lower bound)")

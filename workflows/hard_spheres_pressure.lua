@@ -34,6 +34,7 @@ local t0 = carlo.clock()
 local sys = carlo.hard_spheres{ N = math.tointeger(opt.N), phi = opt.phi, init = "fcc", seed = opt.seed,
                                 device = opt.device }
 -- HPMC's rule of thumb: tune the move size to 20% acceptance during equilibration, then fix it
+-- (tune says on stderr when it cannot get there)
 sys:tune{ target = 0.2, rounds = 20, sweeps = math.max(1, math.floor(opt.equilibrate / 40)) }
 sys:run{ sweeps = math.floor(opt.equilibrate) }
 local s = sys:sample{ sweeps = sweeps, every = every }
@@ -46,5 +47,5 @@ for _, k in ipairs{ "P_gr", "P_sdf" } do
   print(("%s\t%.5f\t%.5f\t%.0f\t%s\t%s"):format(k, s[k].mean * v0, s[k].err * v0, s[k].tau,
     ref.gpu1 or "-", ref.serial or "-"))
 end
-print(("# acceptance %.3f, d = %.3f; the two estimators differ by %.5f +- %.5f (beta P v0)")
-  :format(s.acceptance.translation, sys.d, s.P_diff.mean * v0, s.P_diff.err * v0))
+print(("# acceptance %.3f, delta = %.3f; the two estimators differ by %.5f +- %.5f (beta P v0)")
+  :format(s.acceptance, sys.delta, s.P_diff.mean * v0, s.P_diff.err * v0))

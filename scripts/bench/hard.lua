@@ -1,9 +1,10 @@
 -- make bench: hard disks and spheres, trial moves per second (MPMC Table 4's unit).
 --   1. disks at phi = 0.698, N = 253^2, 760^2, 1520^2, 3040^2 (the paper's sizes): the GPU
 --      with its default launch, and one CPU thread (carlo.threads(1)), in the same run;
---   2. the GPU launch configurations at N = 1520^2 (thread block shape, neighbour lists on or
---      off, the active cell in registers or memory; n_M = 1 ... 8 for the default block; a
---      team of 2, 4 or 8 lanes per cell), so the fastest can be made the default;
+--   2. the GPU launch configurations at N = 1520^2 through sys:launch{} (thread block shape,
+--      neighbour lists on or off, the active cell in registers or memory; n_M = 1 ... 8 for the
+--      default block; a team of 2, 4 or 8 lanes per cell), so the fastest can be made the
+--      default (a launch never changes the chain: tests/gpu/hard.lua checks each bit for bit);
 --   3. spheres at phi = 0.5, N = 2^20, GPU and one CPU thread (the default launch, then each
 --      team size and the one-thread launch configurations).
 -- Each figure: warm-up sweeps first, then the median over repeats of (moves tried) / (time),
@@ -48,13 +49,13 @@ local function rate(sys, warm, sweeps, repeats)
   sys:sync()
   local r = {}
   for _ = 1, repeats do
-    local before = sys:observe().tried
+    local before = sys:observe{ pressure = false }.tried
     sys:sync()
     local t0 = carlo.clock()
     sys:run{ sweeps = sweeps }
     sys:sync()
     local dt = carlo.clock() - t0
-    r[#r + 1] = (sys:observe().tried - before) / dt
+    r[#r + 1] = (sys:observe{ pressure = false }.tried - before) / dt
   end
   return median(r)
 end
@@ -64,7 +65,7 @@ local function fmt(x) return x == x and ("%.3e"):format(x) or "-" end
 
 print(("# hard particles, %s; %s"):format(has_gpu and carlo.devices().gpus[1].name or "no GPU",
   carlo.devices().cuda))
-print("# disks, phi = 0.698, n_M = 4, d = 0.16: trial moves per second (median)")
+print("# disks, phi = 0.698, n_M = 4, delta = 0.16: trial moves per second (median)")
 row("N", "gpu_moves_per_s", "cpu1_moves_per_s", "ratio", "gpu_block")
 local sides = quick and { 253 } or { 253, 760, 1520, 3040 }
 for _, side in ipairs(sides) do
@@ -73,7 +74,7 @@ for _, side in ipairs(sides) do
   if has_gpu then
     local g = square_disks(side, 0.698, "gpu")
     g_rate = rate(g, 100, N > 3e6 and 50 or 100, quick and 3 or 11)
-    block = table.concat(g.block, "x")
+    block = table.concat(g:launch().block, "x")
     g:close()
   end
   carlo.threads(1)
@@ -95,22 +96,20 @@ if has_gpu then
   local g = square_disks(side, 0.698, "gpu")
   g:run{ sweeps = 100 }
   for _, ga in ipairs{ true, false } do
-    g.gather = ga
     for _, v in ipairs{ "registers", "memory" } do
-      g.variant = v
       for _, b in ipairs{ { 32, 1 }, { 32, 2 }, { 32, 4 }, { 64, 2 }, { 64, 4 }, { 128, 1 }, { 256, 1 } } do
         if v == "registers" or b[1] * b[2] == 64 then
-          g.block = b
+          g:launch{ gather = ga, variant = v, block = b }
           local cells = {}
           for _, m in ipairs{ 1, 2, 4, 8 } do
             if m == 4 or (b[1] == 64 and b[2] == 2 and v == "registers") then
-              g.moves = m
+              g.moves_per_cell = m
               cells[#cells + 1] = ("%.3e"):format(rate(g, 10, 40, quick and 3 or 5))
             else
               cells[#cells + 1] = "-"
             end
           end
-          g.moves = 4
+          g.moves_per_cell = 4
           row(("%dx%d"):format(b[1], b[2]), tostring(ga), v, table.unpack(cells))
         end
       end
@@ -118,14 +117,14 @@ if has_gpu then
   end
   -- a team of lanes per active cell (its own kernel: block, gather and cell do not apply)
   for _, t in ipairs{ 2, 4, 8 } do
-    g.team = t
+    g:launch{ team = t }
     row(("team %d"):format(t), "-", "-", "-", "-", ("%.3e"):format(rate(g, 10, 40, quick and 3 or 5)), "-")
   end
-  g.team = 1
+  g:launch{ team = 1 }
   g:close()
 end
 
-print("# spheres, phi = 0.5, n_M = 4, d = 0.16 (from fcc, melted): trial moves per second")
+print("# spheres, phi = 0.5, n_M = 4, delta = 0.16 (from fcc, melted): trial moves per second")
 row("N", "gpu_moves_per_s", "cpu1_moves_per_s", "ratio", "gpu_block")
 local n3 = quick and 4 * 24 ^ 3 or 4 * 64 ^ 3 -- 2^20
 local g3 = 0 / 0
@@ -134,20 +133,18 @@ if has_gpu then
   local g = carlo.hard_spheres{ N = n3, phi = 0.5, init = "fcc", seed = 1, device = "gpu", quiet = true }
   g3 = rate(g, 100, 100, quick and 3 or 11)
   local best = g3
-  block3 = g.team > 1 and ("team %d"):format(g.team) or table.concat(g.block, "x")
+  local l = g:launch()
+  block3 = l.team > 1 and ("team %d"):format(l.team) or table.concat(l.block, "x")
   for _, t in ipairs{ 2, 4, 8 } do
-    g.team = t
+    g:launch{ team = t }
     local r = rate(g, 10, 50, quick and 3 or 5)
     print(("#   team %d: %.3e moves/s"):format(t, r))
     if r > best then best = r; block3 = ("team %d (best)"):format(t) end
   end
-  g.team = 1
   for _, ga in ipairs{ false, true } do
-    g.gather = ga
     for _, v in ipairs{ "memory", "registers" } do
-      g.variant = v
       for _, b in ipairs{ { 32, 4 }, { 32, 2 }, { 64, 2 }, { 32, 8 }, { 128, 2 }, { 256, 1 } } do
-        g.block = b
+        g:launch{ team = 1, gather = ga, variant = v, block = b }
         local r = rate(g, 10, 50, quick and 3 or 5)
         print(("#   gather %s, variant %s, block %dx%d: %.3e moves/s"):format(tostring(ga), v, b[1], b[2], r))
         if r > best then best = r; block3 = ("%dx%d %s gather=%s (best)"):format(b[1], b[2], v, tostring(ga)) end

@@ -1,7 +1,7 @@
 /* hard.c — the hard-particle system: creation (random start compressed to the target, lattices,
- * given positions), sweeps (MPMC Algorithm 1), NPT volume moves, compression, move-size tuning
- * and the run loop. The backends do the per-cell work; everything decided here is decided on
- * the host from the same numbers for every backend. */
+ * given positions), sweeps (MPMC Algorithm 1), NPT volume moves, the ensemble, compression and
+ * move-size tuning; runs go through the system layer (hard_sys.c). The backends do the per-cell
+ * work; everything decided here is decided on the host from the same numbers for every backend. */
 #include "hard/hard.h"
 
 #include <math.h>
@@ -75,8 +75,8 @@ static int fail_dead(hard_system *s)
 
 #define ALIVE(s)                                                                   \
     do {                                                                           \
-        if ((s)->dead)                                                             \
-            return carlo_seterr("this system died on an earlier device error");    \
+        if (carlo_sys_alive(&(s)->sys))                                            \
+            return -1;                                                             \
     } while (0)
 
 /* ---------- lattices and random starts ---------- */
@@ -229,8 +229,8 @@ static int random_positions(int dim, int64_t N, const carlo_box *b, uint64_t see
 
 /* ---------- creation ---------- */
 
-static hard_system *alloc_system(int dim, int64_t N, const carlo_box *box, carlo_device_kind dev,
-                                 uint64_t seed, double w_pref)
+hard_system *hard_alloc(int dim, int64_t N, const carlo_box *box, carlo_device_kind dev,
+                        uint64_t seed, double w_pref)
 {
     const hard_backend *be = &hard_cpu_backend;
     if (dev == CARLO_GPU) {
@@ -246,6 +246,8 @@ static hard_system *alloc_system(int dim, int64_t N, const carlo_box *box, carlo
     hard_system *s = carlo_calloc(1, sizeof *s, "a hard-particle system");
     if (!s)
         return NULL;
+    s->ops = &hard_ops_nvt;
+    s->replicas = 1;
     s->dim = dim;
     s->N = N;
     s->box = carlo_cells_box(&g); /* the box of record: m w, within m q / 2 of *box */
@@ -254,18 +256,18 @@ static hard_system *alloc_system(int dim, int64_t N, const carlo_box *box, carlo
     s->device = dev;
     s->seed = seed;
     s->be = be;
-    s->mv.d = 0.16f;
+    s->mv.delta = 0.16f;
     s->mv.moves = 4;
     s->mv.shuffle = 1;
     s->dlnV = 0.1 / (double)N;
     /* MPMC's 32 x 4 was its fastest on the K20; on the H100 disks with neighbour lists of 16
      * run fastest in 64 x 2 blocks (scripts/bench/hard.lua tries the others) */
-    s->block[0] = dim == 2 ? 64 : 32;
-    s->block[1] = dim == 2 ? 2 : 4;
-    s->variant = dim == 2 ? 1 : 0; /* see cuda/hard.cu: registers for 4 slots, memory for 12 */
-    s->gather = dim == 2; /* measured: +20% for small disk systems, -25% for spheres (shared memory) */
-    s->team = dim == 3 ? 4 : 1; /* measured at 2^20 spheres: 5.19e9 moves/s, one thread 4.51e9 at best;
-                                   disks are slower with any team (BENCHMARKS.md) */
+    s->launch.block[0] = dim == 2 ? 64 : 32;
+    s->launch.block[1] = dim == 2 ? 2 : 4;
+    s->launch.variant = dim == 2 ? 1 : 0; /* see cuda/hard.cu: registers for 4 slots, memory for 12 */
+    s->launch.gather = dim == 2; /* measured: +20% for small disk systems, -25% for spheres (shared memory) */
+    s->launch.team = dim == 3 ? 4 : 1; /* measured at 2^20 spheres: 5.19e9 moves/s, one thread 4.51e9 at
+                                          best; disks are slower with any team (BENCHMARKS.md) */
     if (be->create(s)) {
         hard_destroy(s);
         return NULL;
@@ -331,7 +333,7 @@ static int place_checked(hard_system *s, const double *x)
 hard_system *hard_create(const hard_params *p)
 {
     if (p->dim != 2 && p->dim != 3) {
-        carlo_seterr("dim must be 2 or 3");
+        carlo_seterr("dim must be 2 or 3 (got %d)", p->dim);
         return NULL;
     }
     if (p->N < 1 || p->N > HARD_N_MAX) {
@@ -342,7 +344,8 @@ hard_system *hard_create(const hard_params *p)
     if (carlo_box_check(&p->box))
         return NULL;
     if (!carlo_box_orthorhombic(&p->box)) {
-        carlo_seterr("hard particles run in orthorhombic boxes (xy = xz = yz = 0)");
+        carlo_seterr("hard particles run in orthorhombic boxes (xy = xz = yz = 0; got %.9g, %.9g, %.9g)",
+                     p->box.xy, p->box.xz, p->box.yz);
         return NULL;
     }
     double phi = hard_phi_of(p->dim, p->N, &p->box), cp = hard_close_packing(p->dim);
@@ -350,8 +353,9 @@ hard_system *hard_create(const hard_params *p)
         carlo_seterr("packing fraction %.9g is at or above close packing %.9g", phi, cp);
         return NULL;
     }
-    if (!(p->d > 0) || p->d > 2 || p->moves < 1 || p->moves > 4096) {
-        carlo_seterr("d must be in (0, 2] and moves from 1 to 4096");
+    if (!(p->delta > 0) || p->delta > 2 || p->moves_per_cell < 1 || p->moves_per_cell > 4096) {
+        carlo_seterr("delta must be in (0, 2] and moves_per_cell from 1 to 4096 (got %.17g and %d)",
+                     p->delta, p->moves_per_cell);
         return NULL;
     }
     double *x = carlo_malloc(carlo_mulsize((size_t)p->N, 3 * sizeof(double)), "initial positions");
@@ -390,11 +394,11 @@ hard_system *hard_create(const hard_params *p)
             b0.L[a] *= grow;
         if (phi0 >= phi)
             b0 = p->box;
-        s = alloc_system(p->dim, p->N, &b0, p->device, p->seed, p->w_pref);
+        s = hard_alloc(p->dim, p->N, &b0, p->device, p->seed, p->w_pref);
         rc = !s || random_positions(p->dim, p->N, &b0, p->seed, x) || place(s, x);
         if (!rc) {
-            s->mv.d = (float)p->d;
-            s->mv.moves = p->moves;
+            s->mv.delta = (float)p->delta;
+            s->mv.moves = p->moves_per_cell;
             s->mv.shuffle = p->shuffle;
         }
         if (!rc && phi0 < phi) {
@@ -405,7 +409,7 @@ hard_system *hard_create(const hard_params *p)
                 rc = carlo_seterr("the last compression step to the requested box was refused");
         }
     } else {
-        s = alloc_system(p->dim, p->N, &p->box, p->device, p->seed, p->w_pref);
+        s = hard_alloc(p->dim, p->N, &p->box, p->device, p->seed, p->w_pref);
         if (!s)
             rc = 1;
         else if (p->init == HARD_INIT_LATTICE)
@@ -418,11 +422,33 @@ hard_system *hard_create(const hard_params *p)
         hard_destroy(s);
         return NULL;
     }
-    s->mv.d = (float)p->d;
-    s->mv.moves = p->moves;
+    s->mv.delta = (float)p->delta;
+    s->mv.moves = p->moves_per_cell;
     s->mv.shuffle = p->shuffle;
     s->step = 0;
+    if (p->dlnV > 0)
+        s->dlnV = p->dlnV;
+    if (p->pressure > 0 && hard_set_pressure(s, p->pressure)) {
+        hard_destroy(s);
+        return NULL;
+    }
     return s;
+}
+
+int hard_set_pressure(hard_system *s, double pressure)
+{
+    if (pressure == 0) {
+        s->npt = 0;
+        s->ops = &hard_ops_nvt;
+        return 0;
+    }
+    if (!(pressure > 0) || !isfinite(pressure))
+        return carlo_seterr("pressure must be a number > 0 (beta P sigma^%d), or 0 for NVT (got %.17g)",
+                            s->dim, pressure);
+    s->pressure = pressure;
+    s->npt = 1;
+    s->ops = &hard_ops_npt;
+    return 0;
 }
 
 void hard_destroy(hard_system *s)
@@ -528,7 +554,8 @@ int hard_scale_to(hard_system *s, const carlo_box *target, int *done)
     ALIVE(s);
     *done = 0;
     if (target->dim != s->dim || carlo_box_check(target) || !carlo_box_orthorhombic(target))
-        return carlo_seterr("the new box must be an orthorhombic box of the same dimension");
+        return carlo_seterr("the new box must be an orthorhombic box of dimension %d (got dimension %d)",
+                            s->dim, target->dim);
     int r = try_scale(s, target);
     if (r < 0)
         return -1;
@@ -548,7 +575,7 @@ int hard_volume_move(hard_system *s)
     ALIVE(s);
     carlo_u32x4 r = carlo_rng(s->seed, HARD_PURPOSE_VOLUME, s->vsteps++, 0, 0);
     double delta = (2.0 * carlo_u01(r.v[0], r.v[1]) - 1.0) * s->dlnV;
-    s->counts.vol_tried++;
+    s->counts.volume_tried++;
     carlo_box nb = s->box;
     double lam = exp(delta / s->dim);
     for (int a = 0; a < s->dim; a++)
@@ -560,13 +587,12 @@ int hard_volume_move(hard_system *s)
     double V = carlo_box_volume(&s->box);
     carlo_box real = carlo_cells_box(&ng);
     double Vn = carlo_box_volume(&real);
-    double arg = -s->P * (Vn - V) + (double)(s->N + 1) * log(Vn / V);
-    if (arg < 0 && !(carlo_u01(r.v[2], r.v[3]) < exp(arg)))
+    if (!hard_volume_accept(s->pressure, s->N, V, Vn, carlo_u01(r.v[2], r.v[3])))
         return 0;
     int ok = try_grid(s, &ng);
     if (ok < 0)
         return -1;
-    s->counts.vol_accepted += (uint64_t)ok;
+    s->counts.volume_accepted += (uint64_t)ok;
     return 0;
 }
 
@@ -668,7 +694,7 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
 
 /* ---------- tuning ---------- */
 
-int hard_counts_get(hard_system *s, hard_counts *out)
+int hard_counts_get(hard_system *s, carlo_counts *out)
 {
     ALIVE(s);
     *out = s->counts; /* tried/accepted there: what a restored checkpoint had counted */
@@ -680,254 +706,57 @@ int hard_counts_get(hard_system *s, hard_counts *out)
     return 0;
 }
 
-int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint64_t sweeps)
+/* Whether the acceptance acc of n trials is the target, within the larger of a tenth of the
+ * target and three binomial standard errors. */
+static int near_target(double acc, uint64_t n, double target)
+{
+    double tol = fmax(0.1 * target, 3.0 * sqrt(target * (1.0 - target) / (double)n));
+    return fabs(acc - target) <= tol;
+}
+
+/* A move size times the factor that the acceptance acc asks for, within [lo, hi]; *capped
+ * says which bound it hit (the acceptance then stays on the far side of the target). */
+static double retune(double size, double acc, double target, double lo, double hi, int *capped)
+{
+    double f = acc / target;
+    f = f < 0.5 ? 0.5 : (f > 1.5 ? 1.5 : f);
+    double v = size * f;
+    *capped = v > hi ? 1 : (v < lo ? -1 : 0);
+    return v > hi ? hi : (v < lo ? lo : v);
+}
+
+int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint64_t sweeps,
+              hard_tune_result *res)
 {
     ALIVE(s);
     if (!(target > 0 && target < 1) || !(vol_target > 0 && vol_target < 1) || rounds < 1 || sweeps < 1)
-        return carlo_seterr("tuning needs targets in (0, 1), rounds >= 1 and sweeps >= 1");
+        return carlo_seterr("tuning needs targets in (0, 1), rounds >= 1 and sweeps >= 1 (got target "
+                            "%.17g, volume target %.17g, %d rounds, %llu sweeps)", target, vol_target,
+                            rounds, (unsigned long long)sweeps);
+    res->acceptance = res->volume_acceptance = NAN;
+    res->reached = 0;
+    res->volume_reached = !s->npt;
+    res->capped = res->volume_capped = 0;
     for (int r = 0; r < rounds; r++) {
-        hard_counts a, b;
-        if (hard_counts_get(s, &a) || hard_run(s, sweeps) || hard_counts_get(s, &b))
+        carlo_counts a, b;
+        if (hard_counts_get(s, &a) || carlo_advance(&s->sys, sweeps) || hard_counts_get(s, &b))
             return -1;
         uint64_t tried = b.tried - a.tried, acc = b.accepted - a.accepted;
         if (tried) {
-            double f = ((double)acc / (double)tried) / target;
-            f = f < 0.5 ? 0.5 : (f > 1.5 ? 1.5 : f);
-            double d = (double)s->mv.d * f;
-            s->mv.d = (float)(d > 1.0 ? 1.0 : (d < 1e-6 ? 1e-6 : d));
+            res->acceptance = (double)acc / (double)tried;
+            res->reached = near_target(res->acceptance, tried, target);
+            s->mv.delta = (float)retune((double)s->mv.delta, res->acceptance, target, 1e-6,
+                                        HARD_DELTA_TUNE_MAX, &res->capped);
         }
-        uint64_t vt = b.vol_tried - a.vol_tried, va = b.vol_accepted - a.vol_accepted;
+        uint64_t vt = b.volume_tried - a.volume_tried, va = b.volume_accepted - a.volume_accepted;
         if (s->npt && vt) {
-            double f = ((double)va / (double)vt) / vol_target;
-            f = f < 0.5 ? 0.5 : (f > 1.5 ? 1.5 : f);
-            s->dlnV = fmin(fmax(s->dlnV * f, 1e-12), 1.0);
+            res->volume_acceptance = (double)va / (double)vt;
+            res->volume_reached = near_target(res->volume_acceptance, vt, vol_target);
+            s->dlnV = retune(s->dlnV, res->volume_acceptance, vol_target, 1e-12, 1.0,
+                             &res->volume_capped);
         }
     }
+    res->reached &= !res->capped;
+    res->volume_reached &= !res->volume_capped;
     return 0;
-}
-
-/* ---------- the run loop ---------- */
-
-static uint64_t next_stop(const hard_system *s, uint64_t left, uint64_t every, uint64_t chunk)
-{
-    uint64_t m = left < chunk ? left : chunk;
-    if (every) {
-        uint64_t to = every - s->step % every;
-        if (to < m)
-            m = to;
-    }
-    return m;
-}
-
-int hard_run_ex(hard_system *s, const hard_run_opts *o, hard_run_result *res)
-{
-    memset(res, 0, sizeof *res);
-    ALIVE(s);
-    carlo_progress pr;
-    carlo_progress_start(&pr, o->label ? o->label : "hard", "sweeps", (double)o->sweeps, o->quiet);
-    double t0 = carlo_now(), per_sweep = 0;
-    uint64_t chunk = 1, done = 0;
-    int rc = 0;
-    while (done < o->sweeps) {
-        uint64_t m = next_stop(s, o->sweeps - done, o->every, chunk);
-        if (o->walltime > 0 && per_sweep > 0) {
-            double left = o->walltime - (carlo_now() - t0) - o->reserve;
-            if (left < per_sweep * (double)m) {
-                uint64_t fit = left > 0 ? (uint64_t)(left / per_sweep) : 0;
-                if (fit == 0) {
-                    res->stopped_early = 1;
-                    break;
-                }
-                m = fit < m ? fit : m;
-            }
-        }
-        for (uint64_t k = 0; k < m && rc == 0; k++)
-            rc = hard_sweep(s);
-        if (rc)
-            break;
-        done += m;
-        if (o->walltime > 0) {
-            if (s->be->sync(s)) {
-                rc = fail_dead(s);
-                break;
-            }
-            per_sweep = (carlo_now() - t0) / (double)done;
-        }
-        if (o->every && s->step % o->every == 0 && o->callback && (rc = o->callback(o->ctx, s)))
-            break;
-        if (carlo_interrupted) {
-            s->be->sync(s);
-            rc = carlo_seterr("interrupted");
-            break;
-        }
-        carlo_progress_update(&pr, (double)done);
-        if (carlo_now() - t0 < 0.05 && chunk < 4096)
-            chunk *= 2;
-    }
-    carlo_progress_end(&pr);
-    res->sweeps = done;
-    res->seconds = carlo_now() - t0;
-    return rc;
-}
-
-int hard_run(hard_system *s, uint64_t sweeps)
-{
-    hard_run_opts o = {.sweeps = sweeps, .quiet = 1};
-    hard_run_result r;
-    return hard_run_ex(s, &o, &r);
-}
-
-/* ---------- frames ---------- */
-
-int hard_frame(hard_system *s, carlo_frame *f)
-{
-    float *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(float)), "a position frame");
-    uint32_t *typeid = x ? carlo_calloc((size_t)s->N, sizeof(uint32_t), "type ids") : NULL;
-    if (!typeid || hard_positions_f32(s, x)) {
-        free(x);
-        free(typeid);
-        return -1;
-    }
-    double b[6];
-    carlo_box_gsd(&s->box, b);
-    float box[6];
-    for (int k = 0; k < 6; k++)
-        box[k] = (float)b[k];
-    uint8_t dims = (uint8_t)s->dim;
-    uint32_t N = (uint32_t)s->N;
-    static const int8_t types[2] = {'A', 0};
-    if (carlo_frame_add_u64(f, "configuration/step", s->step) ||
-        carlo_frame_add_copy(f, "configuration/dimensions", CARLO_U8, 1, 1, &dims) ||
-        carlo_frame_add_copy(f, "configuration/box", CARLO_F32, 6, 1, box) ||
-        carlo_frame_add_copy(f, "particles/N", CARLO_U32, 1, 1, &N) ||
-        carlo_frame_add_copy(f, "particles/types", CARLO_I8, 1, 2, types)) {
-        free(x);
-        free(typeid);
-        return -1;
-    }
-    if (carlo_frame_add_owned(f, "particles/typeid", CARLO_U32, (uint64_t)s->N, 1, typeid)) {
-        free(x);
-        return -1;
-    }
-    return carlo_frame_add_owned(f, "particles/position", CARLO_F32, (uint64_t)s->N, 3, x);
-}
-
-/* Everything to continue bit for bit: the cells as they are (float frames, storage order), the
- * box and origin in double, the counters and the move parameters. */
-int hard_checkpoint(hard_system *s, carlo_frame *f)
-{
-    ALIVE(s);
-    carlo_cell_data h;
-    if (carlo_cell_data_alloc(&s->grid, &h))
-        return -1;
-    if (s->be->download(s, &h)) {
-        carlo_cell_data_free(&h);
-        return fail_dead(s);
-    }
-    hard_counts c;
-    if (hard_counts_get(s, &c)) {
-        carlo_cell_data_free(&h);
-        return -1;
-    }
-    const carlo_cell_grid *g = &s->grid;
-    int32_t shape[6] = {s->dim, g->m[0], g->m[1], g->m[2], g->nmax, g->naux};
-    uint64_t counters[8] = {s->sweeps, s->substeps, s->vsteps, (uint64_t)s->N,
-                            c.tried, c.accepted, c.vol_tried, c.vol_accepted};
-    double geom[8] = {s->box.L[0], s->box.L[1], s->box.L[2], s->origin[0], s->origin[1],
-                      s->origin[2], s->w_pref, 0};
-    double par[4] = {(double)s->mv.d, s->P, s->dlnV, 0};
-    int32_t flags[4] = {s->mv.moves, s->mv.shuffle, s->npt, 0};
-    int rc = carlo_frame_add_string(f, "carlo/model", "hard") ||
-             carlo_frame_add_u64(f, "configuration/step", s->step) ||
-             carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
-             carlo_frame_add_copy(f, "hard/shape", CARLO_I32, 6, 1, shape) ||
-             carlo_frame_add_copy(f, "hard/counters", CARLO_U64, 8, 1, counters) ||
-             carlo_frame_add_copy(f, "hard/geometry", CARLO_F64, 8, 1, geom) ||
-             carlo_frame_add_copy(f, "hard/params", CARLO_F64, 4, 1, par) ||
-             carlo_frame_add_copy(f, "hard/flags", CARLO_I32, 4, 1, flags);
-    if (!rc) {
-        uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
-        rc = carlo_frame_add_owned(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells, h.pos);
-        h.pos = NULL;
-        if (!rc)
-            rc = carlo_frame_add_owned(f, "hard/cells/aux", CARLO_U32, (uint64_t)g->nmax,
-                                       (uint64_t)g->ncells, h.aux);
-        h.aux = NULL;
-        if (!rc)
-            rc = carlo_frame_add_owned(f, "hard/cells/count", CARLO_U32, (uint64_t)g->ncells, 1,
-                                       h.count);
-        h.count = NULL;
-    }
-    carlo_cell_data_free(&h);
-    return rc ? -1 : 0;
-}
-
-hard_system *hard_restore(const carlo_frame *f, carlo_device_kind device)
-{
-    const int32_t *shape = carlo_frame_expect(f, "hard/shape", CARLO_I32, 6, 1);
-    const uint64_t *cnt = carlo_frame_expect(f, "hard/counters", CARLO_U64, 8, 1);
-    const double *geom = carlo_frame_expect(f, "hard/geometry", CARLO_F64, 8, 1);
-    const double *par = carlo_frame_expect(f, "hard/params", CARLO_F64, 4, 1);
-    const int32_t *flags = carlo_frame_expect(f, "hard/flags", CARLO_I32, 4, 1);
-    const uint64_t *seed = carlo_frame_expect(f, "carlo/seed", CARLO_U64, 1, 1);
-    const uint64_t *step = carlo_frame_expect(f, "configuration/step", CARLO_U64, 1, 1);
-    if (!shape || !cnt || !geom || !par || !flags || !seed || !step)
-        return NULL;
-    int dim = shape[0];
-    if ((dim != 2 && dim != 3) || cnt[3] < 1 || cnt[3] > (uint64_t)HARD_N_MAX) {
-        carlo_seterr("bad dimension or particle count");
-        return NULL;
-    }
-    carlo_box box = carlo_box_make(dim, geom);
-    hard_system *s = alloc_system(dim, (int64_t)cnt[3], &box, device, *seed, geom[6]);
-    if (!s)
-        return NULL;
-    const carlo_cell_grid *g = &s->grid;
-    if (shape[1] != g->m[0] || shape[2] != g->m[1] || shape[3] != g->m[2] || shape[4] != g->nmax ||
-        shape[5] != g->naux) {
-        carlo_seterr("the cell grid does not match the box");
-        hard_destroy(s);
-        return NULL;
-    }
-    uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
-    const float *pos = carlo_frame_expect(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells);
-    const uint32_t *aux = carlo_frame_expect(f, "hard/cells/aux", CARLO_U32, (uint64_t)g->nmax,
-                                             (uint64_t)g->ncells);
-    const uint32_t *count = carlo_frame_expect(f, "hard/cells/count", CARLO_U32, (uint64_t)g->ncells, 1);
-    if (!pos || !aux || !count) {
-        hard_destroy(s);
-        return NULL;
-    }
-    carlo_cell_data h = {(float *)pos, (uint32_t *)aux, (uint32_t *)count};
-    if (carlo_cells_verify(g, &h, s->N) || s->be->upload(s, &h)) {
-        hard_destroy(s);
-        return NULL;
-    }
-    s->origin[0] = geom[3];
-    s->origin[1] = geom[4];
-    s->origin[2] = geom[5];
-    s->step = *step;
-    s->sweeps = cnt[0];
-    s->substeps = cnt[1];
-    s->vsteps = cnt[2];
-    s->counts.tried = cnt[4];
-    s->counts.accepted = cnt[5];
-    s->counts.vol_tried = cnt[6];
-    s->counts.vol_accepted = cnt[7];
-    s->mv.d = (float)par[0];
-    s->P = par[1];
-    s->dlnV = par[2];
-    s->mv.moves = flags[0];
-    s->mv.shuffle = flags[1];
-    s->npt = flags[2];
-    if (!(s->mv.d > 0) || s->mv.moves < 1 || s->mv.moves > 4096 || !(s->dlnV > 0) || !isfinite(s->P)) {
-        carlo_seterr("bad move parameters");
-        hard_destroy(s);
-        return NULL;
-    }
-    if (hard_verify(s)) {
-        hard_destroy(s);
-        return NULL;
-    }
-    return s;
 }

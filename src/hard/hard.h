@@ -17,6 +17,7 @@
 #include "core/cells.h"
 #include "core/device.h"
 #include "core/frame.h"
+#include "core/sys.h"
 #include "hard/hard_kernel.h"
 
 #define HARD_N_MAX ((int64_t)1 << 31)
@@ -32,46 +33,44 @@ typedef struct hard_pressure_params {
 
 void hard_pressure_defaults(hard_pressure_params *p);
 
-/* Counters since the system was made (translations on the device, summed on request). */
-typedef struct hard_counts {
-    uint64_t tried, accepted;         /* translation moves */
-    uint64_t vol_tried, vol_accepted; /* volume moves */
-} hard_counts;
-
 struct hard_backend;
 
+/* How the GPU launches a sub-sweep: private backend state, chosen per dimension from
+ * measurements (BENCHMARKS.md). Every choice makes the same decisions from the same floats, so
+ * none of them changes the chain; sys:launch{} overrides them for benchmarks only. */
+typedef struct hard_launch {
+    int block[2];           /* the one-thread kernel's thread block (x, y) */
+    int variant;            /* cell update: 0 the active cell read in memory, 1 held in registers
+                               (default 1 in 2D, 0 in 3D; the CPU follows it too) */
+    int gather;             /* 1: each active cell gathers its neighbours once for its n_M moves;
+                               0: every move scans the neighbour cells (CPU too) */
+    int team;               /* GPU lanes per active cell: 1 (one thread, hard_cell_update) or a team
+                               of 2, 4 or 8 (default 1 in 2D, 4 in 3D) */
+} hard_launch;
+
 typedef struct hard_system {
+    CARLO_SYS_HEADER;       /* seed, step (sweeps since the system was handed over), device, dead */
     int dim;
     int64_t N;
     carlo_box box;          /* orthorhombic; L = m * width of the grid */
     carlo_cell_grid grid;
     double w_pref;          /* preferred cell width (planning); default: the widest allowed */
     double origin[3];       /* where the grid's corner is, in box coordinates from -L/2 */
-    carlo_device_kind device;
-    uint64_t seed;
-    uint64_t step;          /* sweeps since the system was handed to the user */
     uint64_t sweeps;        /* all sweeps ever: the RNG step of set orders and shifts */
     uint64_t substeps;      /* sub-sweeps ever: the RNG step of trial moves */
     uint64_t vsteps;        /* volume moves ever */
-    hard_moves mv;          /* d, n_M, shuffle */
-    int npt;                /* 1: a volume move after every sweep, at pressure P */
-    double P;               /* beta P sigma^d */
+    hard_moves mv;          /* delta, moves per cell n_M, shuffle */
+    int npt;                /* 1: a volume move after every sweep, at the pressure */
+    double pressure;        /* the imposed beta P sigma^d (NPT) */
     double dlnV;            /* largest change of ln V per volume move */
-    hard_counts counts;     /* host part: volume moves; translations live in the backend */
-    int block[2];           /* GPU sub-sweep thread block (x, y): tuning only, no physics */
-    int variant;            /* cell update: 0 the active cell read in memory, 1 held in registers
-                               (same results; speed only: default 1 in 2D, 0 in 3D) */
-    int gather;             /* 1: each active cell gathers its neighbours once for its n_M moves;
-                               0: every move scans the neighbour cells (same results; speed only) */
-    int team;               /* GPU lanes per active cell: 1 (one thread, hard_cell_update) or a team
-                               of 2, 4 or 8 (same results; speed only: default 1 in 2D, 4 in 3D) */
+    carlo_counts counts;    /* host part: volume moves; translations live in the backend */
+    hard_launch launch;
     const struct hard_backend *be;
     void *impl;
-    int dead;
 } hard_system;
 
-/* A backend: the CPU one in hard.c, the CUDA one in cuda/hard.cu. All return 0, or -1 with the
- * message set. Cell data crosses as host carlo_cell_data laid out for s->grid. */
+/* A backend: the CPU one in hard_cpu.c, the CUDA one in cuda/hard.cu. All return 0, or -1 with
+ * the message set. Cell data crosses as host carlo_cell_data laid out for s->grid. */
 typedef struct hard_backend {
     const char *name;
     int (*create)(hard_system *s);                  /* storage for s->grid; cells empty */
@@ -109,11 +108,13 @@ typedef struct hard_params {
     uint64_t seed;
     hard_init init;
     const double *positions; /* HARD_INIT_POSITIONS: N x 3, box coordinates (any image) */
-    double d;                /* trial move radius (0.16) */
-    int moves;               /* n_M (4) */
+    double delta;            /* trial move radius (0.16) */
+    int moves_per_cell;      /* n_M (4) */
     int shuffle;             /* 1 */
     double w_pref;           /* 0: the widest cells allowed */
     int quiet;               /* no progress line during compression */
+    double pressure;         /* > 0: NPT at this beta P sigma^d; 0: NVT */
+    double dlnV;             /* 0: 0.1 / N */
 } hard_params;
 
 /* Close packing: pi / (2 sqrt 3) in 2D, pi / (3 sqrt 2) in 3D. */
@@ -128,34 +129,27 @@ double hard_phi_of(int dim, int64_t N, const carlo_box *b);
 hard_system *hard_create(const hard_params *p);
 void hard_destroy(hard_system *s);
 
+/* An empty system on the grid planned for box (the parts of hard_create that hard_restore
+ * shares): cells allocated on the device, move parameters at their defaults, NVT. */
+hard_system *hard_alloc(int dim, int64_t N, const carlo_box *box, carlo_device_kind device,
+                        uint64_t seed, double w_pref);
+
 /* The lattice a box can hold N particles on: 0, or -1 naming what does not fit. */
 int hard_lattice_box(int dim, int64_t N, double phi, carlo_box *out);
 
 /* ---------- running ---------- */
 
+/* The system layer's operations (core/sys.h): runs go through carlo_run (n sweeps per advance),
+ * observables through the shared sample. An NVT system has no control; an NPT one has the
+ * pressure. hard_set_pressure moves a system between the two. */
+extern const carlo_ops hard_ops_nvt, hard_ops_npt;
+
 int hard_subsweep(hard_system *s, int set);  /* one set, as the kernels do it */
 int hard_shift_cells(hard_system *s);        /* one random cell shift */
 int hard_sweep(hard_system *s);              /* shuffled sets, shift, then a volume move in NPT */
-int hard_volume_move(hard_system *s);        /* one NPT volume move at s->P */
-
-typedef struct hard_run_opts {
-    uint64_t sweeps;
-    uint64_t every;                      /* callback when s->step is a multiple of every */
-    int (*callback)(void *ctx, hard_system *s);
-    void *ctx;
-    double walltime, reserve;            /* stop before walltime - reserve seconds (stopped_early) */
-    int quiet;
-    const char *label;                   /* progress line ("hard disks") */
-} hard_run_opts;
-
-typedef struct hard_run_result {
-    uint64_t sweeps;
-    double seconds;
-    int stopped_early;
-} hard_run_result;
-
-int hard_run_ex(hard_system *s, const hard_run_opts *o, hard_run_result *res);
-int hard_run(hard_system *s, uint64_t sweeps); /* quiet */
+int hard_volume_move(hard_system *s);        /* one NPT volume move at s->pressure */
+/* NPT at beta P sigma^d = pressure > 0, or NVT for pressure = 0. */
+int hard_set_pressure(hard_system *s, double pressure);
 
 /* Compress isotropically to packing fraction phi: sweeps of MC moves, each followed by the
  * largest shrink no pair prevents (MPMC Sec. 4, HOOMD's quick compression). Errors when the
@@ -168,9 +162,19 @@ typedef struct hard_compress_opts {
 } hard_compress_opts;
 int hard_compress(hard_system *s, const hard_compress_opts *o);
 
-/* Tune d (and dlnV in NPT) towards target acceptances over `rounds` rounds of `sweeps` sweeps:
- * for equilibration only — a move size that follows the chain's history breaks balance. */
-int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint64_t sweeps);
+/* Tune delta (and dlnV in NPT) towards target acceptances over `rounds` rounds of `sweeps`
+ * sweeps: for equilibration only — a move size that follows the chain's history breaks balance.
+ * The result: the last round's acceptances, and whether they came within reach of the targets
+ * (reached = 0 also when a move size sits at its bound, HARD_DELTA_TUNE_MAX or the dlnV
+ * bounds, with the acceptance still on the far side of the target: capped says which). */
+#define HARD_DELTA_TUNE_MAX 1.0
+typedef struct hard_tune_result {
+    double acceptance, volume_acceptance; /* NAN when no such move was tried */
+    int reached, volume_reached;
+    int capped, volume_capped;           /* -1 at the lower bound, 1 at the upper, else 0 */
+} hard_tune_result;
+int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint64_t sweeps,
+              hard_tune_result *res);
 
 /* Change the box with every particle scaled along (one shrink or stretch, refused when it
  * creates an overlap): returns 1 when done, 0 when refused. */
@@ -178,7 +182,18 @@ int hard_scale_to(hard_system *s, const carlo_box *target, int *done);
 
 /* ---------- observing ---------- */
 
-int hard_counts_get(hard_system *s, hard_counts *out);
+/* Moves tried and accepted since the system was made (translations and volume moves). */
+int hard_counts_get(hard_system *s, carlo_counts *out);
+
+/* What observe measures besides phi and rho (and the volume in NPT): the options of
+ * sys:observe{} and sys:sample{}; a zeroed block (or NULL) asks for the defaults. */
+typedef struct hard_observe_opt {
+    int no_pressure;         /* 1: no P_gr, P_sdf, P_diff, P (pressure = false) */
+    int psi6;                /* 1: psi6 and psi6_local (2D) */
+    double rc;               /* psi6's neighbour cutoff (0: 1.4) */
+    int fit;                 /* 1: the fits of pp; 0: hard_pressure_defaults */
+    hard_pressure_params pp;
+} hard_observe_opt;
 
 /* Pressure of the current configuration by both estimators. */
 int hard_pressure_now(hard_system *s, const hard_pressure_params *pp, double *P_gr, double *P_sdf);
@@ -217,7 +232,7 @@ int hard_verify(hard_system *s);
  * values (N x 2, real and imaginary) when psi is not NULL. */
 int hard_psi6(hard_system *s, double rc, double *global, double *local, double *psi);
 
-/* ---------- frames ---------- */
+/* ---------- frames (hard_sys.c) ---------- */
 
 int hard_frame(hard_system *s, carlo_frame *f);
 int hard_checkpoint(hard_system *s, carlo_frame *f);

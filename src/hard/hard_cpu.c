@@ -87,6 +87,25 @@ static int cpu_download(hard_system *s, carlo_cell_data *h)
     return 0;
 }
 
+/* One active cell, with every helper of the kernel inlined into this function (flatten), so
+ * that the literal dim, nmax and cache reach every loop: gcc leaves CARLO_HD (static inline)
+ * functions to its own judgement, and not inlined the CPU sweeps ran 12% slower. */
+__attribute__((flatten)) static uint32_t cell_update(const carlo_cell_grid *g, int cache, float *pos,
+                                                     const uint32_t *count, const int xyz[3],
+                                                     hard_moves mv, uint64_t seed, uint64_t step,
+                                                     float *nb, uint32_t *tr)
+{
+    if (g->dim == 2)
+        return cache ? hard_cell_update(2, HARD_NMAX_2D, 1, g, pos, count, xyz, mv, seed, step, nb, 1,
+                                        HARD_NB_2D, tr)
+                     : hard_cell_update(2, HARD_NMAX_2D, 0, g, pos, count, xyz, mv, seed, step, nb, 1,
+                                        HARD_NB_2D, tr);
+    return cache ? hard_cell_update(3, HARD_NMAX_3D, 1, g, pos, count, xyz, mv, seed, step, nb, 1,
+                                    HARD_NB_3D, tr)
+                 : hard_cell_update(3, HARD_NMAX_3D, 0, g, pos, count, xyz, mv, seed, step, nb, 1,
+                                    HARD_NB_3D, tr);
+}
+
 static int cpu_subsweep(hard_system *s, int set, uint64_t step)
 {
     cpu_impl *im = impl(s);
@@ -94,8 +113,8 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
     const int64_t n = carlo_cell_set_size(&g);
     const hard_moves mv = s->mv;
     const uint64_t seed = s->seed;
-    const int cache = s->variant == 1;
-    const int gather = s->gather;
+    const int cache = s->launch.variant == 1;
+    const int gather = s->launch.gather;
     float *pos = im->cur.pos;
     const uint32_t *count = im->cur.count;
     uint64_t tried = 0, accepted = 0;
@@ -106,16 +125,7 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
         float nbuf[HARD_NB_MAX * 3];
         float *nb = gather ? nbuf : NULL;
         carlo_cell_active(&g, set, t, xyz);
-        if (g.dim == 2)
-            accepted += cache ? hard_cell_update(2, HARD_NMAX_2D, 1, &g, pos, count, xyz, mv, seed, step, nb, 1,
-                                                 HARD_NB_2D, &tr)
-                              : hard_cell_update(2, HARD_NMAX_2D, 0, &g, pos, count, xyz, mv, seed, step, nb, 1,
-                                                 HARD_NB_2D, &tr);
-        else
-            accepted += cache ? hard_cell_update(3, HARD_NMAX_3D, 1, &g, pos, count, xyz, mv, seed, step, nb, 1,
-                                                 HARD_NB_3D, &tr)
-                              : hard_cell_update(3, HARD_NMAX_3D, 0, &g, pos, count, xyz, mv, seed, step, nb, 1,
-                                                 HARD_NB_3D, &tr);
+        accepted += cell_update(&g, cache, pos, count, xyz, mv, seed, step, nb, &tr);
         tried += tr;
     }
     im->tried += tried;
@@ -144,6 +154,17 @@ static int cpu_shift(hard_system *s, carlo_cell_shift sh)
     return 0;
 }
 
+/* The pair scan of the particle in slot i of cell xyz, flattened as cell_update is. */
+__attribute__((flatten)) static float particle_scan(const carlo_cell_grid *g, const carlo_cell_data *d,
+                                                    const int xyz[3], int i, uint32_t *overlaps,
+                                                    const hard_scan *sc, uint32_t *gr_hist)
+{
+    return g->dim == 2 ? hard_particle_scan(2, HARD_NMAX_2D, g, d->pos, d->count, xyz, i, overlaps, sc,
+                                            gr_hist)
+                       : hard_particle_scan(3, HARD_NMAX_3D, g, d->pos, d->count, xyz, i, overlaps, sc,
+                                            gr_hist);
+}
+
 /* Overlapping pairs and the smallest squared distance over every particle of storage d. */
 static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_t *overlaps,
                       double *r2min)
@@ -157,10 +178,7 @@ static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_
         int n = (int)d->count[c];
         for (int i = 0; i < n; i++) {
             uint32_t o = 0;
-            float r2 = g->dim == 2 ? hard_particle_scan(2, HARD_NMAX_2D, g, d->pos, d->count, xyz, i,
-                                                        &o, NULL, NULL)
-                                   : hard_particle_scan(3, HARD_NMAX_3D, g, d->pos, d->count, xyz, i,
-                                                        &o, NULL, NULL);
+            float r2 = particle_scan(g, d, xyz, i, &o, NULL, NULL);
             over += o;
             if (r2 < best)
                 best = r2;
@@ -225,10 +243,7 @@ static int cpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uin
             int n = (int)d->count[c];
             for (int i = 0; i < n; i++) {
                 uint32_t o = 0;
-                float r2 = g->dim == 2 ? hard_particle_scan(2, HARD_NMAX_2D, g, d->pos, d->count, xyz,
-                                                            i, &o, sc, h)
-                                       : hard_particle_scan(3, HARD_NMAX_3D, g, d->pos, d->count, xyz,
-                                                            i, &o, sc, h);
+                float r2 = particle_scan(g, d, xyz, i, &o, sc, h);
                 int b = hard_sdf_bin(r2, sc);
                 if (b >= 0)
                     hs[b]++;

@@ -5,7 +5,7 @@
  *
  * One active cell's update: n_M trial moves, visiting the cell's n particles in the order of a
  * uniformly random permutation (drawn afresh every sub-sweep, so the order in storage never
- * matters: MPMC Sec. 2.4, rule 2), each displaced uniformly in a disk (ball) of radius d,
+ * matters: MPMC Sec. 2.4, rule 2), each displaced uniformly in a disk (ball) of radius delta,
  * rejected when the centre would leave the cell (rule 1) or overlap another particle.
  *
  * Random numbers (purposes 0x20-0x2f): a cell's permutation is Philox(seed, ORDER, substep,
@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/cells_kernel.h"
+#include "core/hd.h"
 #include "core/rng.h"
 
 #define HARD_PURPOSE_ORDER  0x20u /* in-cell permutation of each sub-sweep */
@@ -47,12 +48,6 @@
 #define HARD_WMAX_2D (1.4142135623730951 * (1.0 - 1e-6))
 #define HARD_WMAX_3D (1.2792042981336627 * (1.0 - 1e-6))
 
-#if defined(__CUDACC__)
-#define HARD_INLINE static __host__ __device__ __forceinline__
-#else
-#define HARD_INLINE static inline __attribute__((always_inline))
-#endif
-
 /* Loops over a cell's slots and over axes run a compile-time number of times at every call
  * site; unrolled, they keep the cell in registers on the GPU. */
 #if defined(__CUDA_ARCH__)
@@ -70,14 +65,14 @@
 #endif
 
 typedef struct hard_moves {
-    float d;       /* largest displacement (radius of the disk / ball of trial moves) */
+    float delta;   /* largest displacement (radius of the disk / ball of trial moves) */
     int moves;     /* n_M: trial moves per active, non-empty cell */
     int shuffle;   /* 1: random permutation in each cell; 0: storage order (MPMC Table 1 only) */
 } hard_moves;
 
 /* Squared distance between point t and the particle at p of a cell whose frame is s away. The
  * one formula for every overlap decision (acceptance, volume moves, checks). */
-HARD_INLINE float hard_d2(int dim, const float t[3], const float p[3], const float s[3])
+CARLO_HD float hard_d2(int dim, const float t[3], const float p[3], const float s[3])
 {
     float dx = t[0] - (p[0] + s[0]);
     float dy = t[1] - (p[1] + s[1]);
@@ -91,7 +86,7 @@ HARD_INLINE float hard_d2(int dim, const float t[3], const float p[3], const flo
 
 /* hard_d2 for a particle in the same frame (s = 0): t - p equals t - (p + 0) up to the sign of
  * a zero, so the squares, and every decision, are the same; the additions of zero are not made. */
-HARD_INLINE float hard_d2_here(int dim, const float t[3], const float p[3])
+CARLO_HD float hard_d2_here(int dim, const float t[3], const float p[3])
 {
     float dx = t[0] - p[0];
     float dy = t[1] - p[1];
@@ -107,7 +102,7 @@ HARD_INLINE float hard_d2_here(int dim, const float t[3], const float p[3])
 
 /* A uniformly random permutation of 0..n-1 (n <= 12) as 4-bit entries of one word: a
  * Fisher-Yates shuffle, one Philox word per swap. */
-HARD_INLINE uint64_t hard_permutation(int n, uint64_t seed, uint64_t step, uint32_t cell)
+CARLO_HD uint64_t hard_permutation(int n, uint64_t seed, uint64_t step, uint32_t cell)
 {
     uint64_t perm = HARD_IDENTITY;
     if (n < 2)
@@ -128,7 +123,7 @@ HARD_INLINE uint64_t hard_permutation(int n, uint64_t seed, uint64_t step, uint3
 
 /* A coordinate of the unit square from one word: the odd multiples of 2^-24 in (-1, 1), a set
  * symmetric under negation, so a move and its reverse are proposed equally often. */
-HARD_INLINE float hard_unit(uint32_t w)
+CARLO_HD float hard_unit(uint32_t w)
 {
     return (float)(2 * (int32_t)(w >> 8) + 1 - 16777216) * (1.0f / 16777216.0f);
 }
@@ -136,7 +131,7 @@ HARD_INLINE float hard_unit(uint32_t w)
 /* sin x and cos x for |x| <= pi/4: Taylor polynomials (errors below 4e-8) in additions and
  * multiplications only, so every backend computes the same floats; sin is exactly odd in x and
  * cos exactly even. */
-HARD_INLINE void hard_sincos_quarter(float x, float *s, float *c)
+CARLO_HD void hard_sincos_quarter(float x, float *s, float *c)
 {
     const float x2 = x * x;
     *s = x * (1.0f + x2 * (-1.0f / 6.0f + x2 * (1.0f / 120.0f + x2 * (-1.0f / 5040.0f + x2 * (1.0f / 362880.0f)))));
@@ -150,7 +145,7 @@ HARD_INLINE void hard_sincos_quarter(float x, float *s, float *c)
  * float), so a displacement and its reverse are proposed equally often: detailed balance holds
  * whatever the rounding, which only makes the density uniform to float precision.
  * hard_disk_turn gives the map's two parts (the point is r u), hard_disk_point the point. */
-HARD_INLINE float hard_disk_turn(float a, float b, float u[2])
+CARLO_HD float hard_disk_turn(float a, float b, float u[2])
 {
     const int wide = fabsf(a) > fabsf(b); /* the ring's vertical (wide) or horizontal sides */
     const float r = wide ? a : b, other = wide ? b : a;
@@ -161,7 +156,7 @@ HARD_INLINE float hard_disk_turn(float a, float b, float u[2])
     return r; /* the point is r u: r is odd in (a, b), u even; r is never 0 (hard_unit) */
 }
 
-HARD_INLINE void hard_disk_point(float a, float b, float out[2])
+CARLO_HD void hard_disk_point(float a, float b, float out[2])
 {
     float u[2];
     const float r = hard_disk_turn(a, b, u);
@@ -170,7 +165,7 @@ HARD_INLINE void hard_disk_point(float a, float b, float out[2])
 }
 
 /* A coordinate of (0, 1) from one word: the odd multiples of 2^-25. */
-HARD_INLINE float hard_unit_pos(uint32_t w)
+CARLO_HD float hard_unit_pos(uint32_t w)
 {
     return (float)(2 * (w >> 8) + 1) * (1.0f / 33554432.0f);
 }
@@ -180,7 +175,7 @@ HARD_INLINE float hard_unit_pos(uint32_t w)
  * the radius rho the largest of three uniforms (P(rho < x) = x^3, a ball's). Negating a, b
  * and z negates the point float for float, so a displacement and its reverse are proposed
  * equally often, as in 2D; sqrtf is correctly rounded on every backend. */
-HARD_INLINE void hard_ball_point(float a, float b, float z, float rho, float out[3])
+CARLO_HD void hard_ball_point(float a, float b, float z, float rho, float out[3])
 {
     float u[2];
     const float r = hard_disk_turn(a, b, u);
@@ -197,7 +192,7 @@ HARD_INLINE void hard_ball_point(float a, float b, float z, float rho, float out
  * radius from its word 3 and words 0, 1 of Philox(..., 2 s + 1). No draw is rejected, so the
  * threads of a warp never wait for one another's next draw (with rejection, 48% of the 3D
  * draws missed the ball, and a warp waited for its unluckiest thread). */
-HARD_INLINE void hard_displacement_raw(int dim, float d, uint64_t seed, uint64_t step,
+CARLO_HD void hard_displacement_raw(int dim, float d, uint64_t seed, uint64_t step,
                                        uint32_t cell, uint32_t s, float out[3])
 {
     out[0] = out[1] = out[2] = 0.0f;
@@ -221,7 +216,7 @@ HARD_INLINE void hard_displacement_raw(int dim, float d, uint64_t seed, uint64_t
 
 /* The displacements of 2D moves s and s + 1 (s even) from their one draw, rounded to the
  * cells' quantum q (symmetrically), so that the trial position is exact in every frame. */
-HARD_INLINE void hard_displacement_pair(const carlo_cell_grid *g, float d, uint64_t seed, uint64_t step,
+CARLO_HD void hard_displacement_pair(const carlo_cell_grid *g, float d, uint64_t seed, uint64_t step,
                                         uint32_t cell, uint32_t s, float out[2][3])
 {
     carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, s >> 1);
@@ -235,7 +230,7 @@ HARD_INLINE void hard_displacement_pair(const carlo_cell_grid *g, float d, uint6
 }
 
 /* Trial displacement of move s, rounded to the quantum as hard_displacement_pair rounds. */
-HARD_INLINE void hard_displacement(const carlo_cell_grid *g, int dim, float d, uint64_t seed,
+CARLO_HD void hard_displacement(const carlo_cell_grid *g, int dim, float d, uint64_t seed,
                                    uint64_t step, uint32_t cell, uint32_t s, float out[3])
 {
     hard_displacement_raw(dim, d, seed, step, cell, s, out);
@@ -246,7 +241,7 @@ HARD_INLINE void hard_displacement(const carlo_cell_grid *g, int dim, float d, u
 /* Whether a particle of the neighbour of cell xyz at offset off (at most nmax of its count)
  * overlaps the position t of cell xyz: the per-cell step of hard_overlaps_neighbors, and of the
  * GPU team kernel's scan when its neighbour list overflowed. */
-HARD_INLINE int hard_overlaps_cell(const int dim, const int nmax, const carlo_cell_grid *g, const float *pos,
+CARLO_HD int hard_overlaps_cell(const int dim, const int nmax, const carlo_cell_grid *g, const float *pos,
                                    const uint32_t *count, const int xyz[3], const int off[3],
                                    const float t[3])
 {
@@ -270,7 +265,7 @@ HARD_INLINE int hard_overlaps_cell(const int dim, const int nmax, const carlo_ce
  * distances to the faces crossed, summed in the order hard_d2 sums, bound every particle's
  * computed distance from below (all values are exact multiples of q, rounding is monotonic),
  * so the pruning changes no decision. */
-HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const carlo_cell_grid *g,
+CARLO_HD int hard_overlaps_neighbors(const int dim, const int nmax, const carlo_cell_grid *g,
                                         const float *pos, const uint32_t *count, const int xyz[3],
                                         const float t[3])
 {
@@ -327,7 +322,7 @@ HARD_INLINE int hard_overlaps_neighbors(const int dim, const int nmax, const car
 /* The first HARD_EAGER_N(dim) slots of cell cn, empty or not (a cell holds one or two
  * particles at the densities of interest): the loads need not wait for the cell's count, which
  * is what a neighbour gather's time goes to (H100: disks +21% at 1520^2). */
-HARD_INLINE void hard_load_eager(const int dim, const int nmax, const carlo_cell_grid *g,
+CARLO_HD void hard_load_eager(const int dim, const int nmax, const carlo_cell_grid *g,
                                  const float *pos, int64_t cn, float slot[HARD_EAGER][3])
 {
     HARD_UNROLL
@@ -346,7 +341,7 @@ HARD_INLINE void hard_load_eager(const int dim, const int nmax, const carlo_cell
  * clamped differences of ps give; with the offset a literal constant (unrolled loops), only
  * the crossed axes cost anything. An empty slot is a million away along every axis, and every
  * neighbour crosses one, so it never comes near. */
-HARD_INLINE float hard_reach2(const int dim, const int off[3], const float p[3], const float s[3],
+CARLO_HD float hard_reach2(const int dim, const int off[3], const float p[3], const float s[3],
                               const float w[3], float ps[3])
 {
     float b2 = 0.0f;
@@ -377,7 +372,7 @@ HARD_INLINE float hard_reach2(const int dim, const int off[3], const float p[3],
 #define HARD_NB_MAX 32
 
 /* Neighbour number q (0 .. 3^dim - 2) of a cell: its offset, ox fastest, the centre skipped. */
-HARD_INLINE void hard_nb_offset(const int dim, int q, int off[3])
+CARLO_HD void hard_nb_offset(const int dim, int q, int off[3])
 {
     const int qq = q < (dim == 3 ? 13 : 4) ? q : q + 1;
     off[0] = qq % 3 - 1;
@@ -395,7 +390,7 @@ typedef struct hard_nbcell {
     float slot[HARD_EAGER][3];
 } hard_nbcell;
 
-HARD_INLINE void hard_nbcell_load(const int dim, const int nmax, const carlo_cell_grid *g,
+CARLO_HD void hard_nbcell_load(const int dim, const int nmax, const carlo_cell_grid *g,
                                   const float *pos, const uint32_t *count, const int xyz[3], int q,
                                   hard_nbcell *c)
 {
@@ -411,7 +406,7 @@ HARD_INLINE void hard_nbcell_load(const int dim, const int nmax, const carlo_cel
 /* The particles of a loaded neighbour cell that can reach the active cell, into the list after
  * its k entries: returns the new number of entries, or -1 when the list would hold more than
  * cap (never tested where the cells cannot fill it). */
-HARD_INLINE int hard_nbcell_sift(const int dim, const int nmax, const carlo_cell_grid *g,
+CARLO_HD int hard_nbcell_sift(const int dim, const int nmax, const carlo_cell_grid *g,
                                  const float *pos, const hard_nbcell *c, float *nb, int stride,
                                  int cap, int k)
 {
@@ -440,7 +435,7 @@ HARD_INLINE int hard_nbcell_sift(const int dim, const int nmax, const carlo_cell
  * nb: returns its number of entries, or -1 when more than cap particles qualify. Each cell's
  * loads are issued before the previous cell is sifted. In 2D, with q0 and step constants, the
  * eight cells unroll and their offsets become constants. */
-HARD_INLINE int hard_gather_cells(const int dim, const int nmax, const carlo_cell_grid *g,
+CARLO_HD int hard_gather_cells(const int dim, const int nmax, const carlo_cell_grid *g,
                                   const float *pos, const uint32_t *count, const int xyz[3], int q0,
                                   int step, float *nb, int stride, int cap)
 {
@@ -477,10 +472,10 @@ HARD_INLINE int hard_gather_cells(const int dim, const int nmax, const carlo_cel
  * registers (the paper keeps them in shared memory); with cache = 0 they are read from and
  * written to the cell storage directly (no other thread touches an active cell), which saves
  * registers where a cell has many slots. Given a buffer nb (nb_cap entries of dim floats,
- * nb_stride apart), the neighbours are gathered into it once (hard_gather_neighbors); with
+ * nb_stride apart), the neighbours are gathered into it once (hard_gather_cells); with
  * nb = NULL every move scans the neighbour cells. All forms make the same decisions from the
  * same floats. */
-HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int cache,
+CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cache,
                                       const carlo_cell_grid *g, float *pos, const uint32_t *count,
                                       const int xyz[3], hard_moves mv, uint64_t seed, uint64_t step,
                                       float *nb, int nb_stride, int nb_cap, uint32_t *tried)
@@ -512,12 +507,12 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int c
         float t[3] = {0.0f, 0.0f, 0.0f}, disp[3];
         if (dim == 2) { /* one draw for two moves */
             if ((s & 1) == 0)
-                hard_displacement_pair(g, mv.d, seed, step, (uint32_t)c, (uint32_t)s, pair);
+                hard_displacement_pair(g, mv.delta, seed, step, (uint32_t)c, (uint32_t)s, pair);
             HARD_UNROLL
             for (int a = 0; a < 3; a++)
                 disp[a] = (s & 1) ? pair[1][a] : pair[0][a];
         } else {
-            hard_displacement(g, dim, mv.d, seed, step, (uint32_t)c, (uint32_t)s, disp);
+            hard_displacement(g, dim, mv.delta, seed, step, (uint32_t)c, (uint32_t)s, disp);
         }
         if (cache) {
             HARD_UNROLL
@@ -596,6 +591,19 @@ HARD_INLINE uint32_t hard_cell_update(const int dim, const int nmax, const int c
     return accepted;
 }
 
+/* ---------- NPT volume moves ---------- */
+
+/* Whether a move of the box from volume V to Vn, every particle scaled along, is accepted at
+ * pressure beta P sigma^d (u uniform in [0, 1), drawn for the move whether needed or not), its
+ * scaled configuration free of overlaps: log-volume sampling, min(1, exp(-beta P (Vn - V) +
+ * (N + 1) ln(Vn / V))), so that the stationary measure is exp(-beta P V) dV times the
+ * configurational weight. The one formula, decided on the host for every backend. */
+CARLO_HD int hard_volume_accept(double pressure, int64_t N, double V, double Vn, double u)
+{
+    const double arg = -pressure * (Vn - V) + (double)(N + 1) * log(Vn / V);
+    return !(arg < 0) || u < exp(arg);
+}
+
 /* ---------- pair scans: observables and checks ---------- */
 
 /* What the pair scan of one particle looks at: pairs closer than r2cut (squared, float) go to
@@ -617,7 +625,7 @@ typedef struct hard_scan {
 #define HARD_HIST_ADD(h, b) ((h)[b]++)
 #endif
 
-HARD_INLINE float hard_particle_scan(const int dim, const int nmax, const carlo_cell_grid *g,
+CARLO_HD float hard_particle_scan(const int dim, const int nmax, const carlo_cell_grid *g,
                                      const float *pos, const uint32_t *count, const int xyz[3],
                                      int i, uint32_t *overlaps, const hard_scan *sc,
                                      uint32_t *gr_hist)
@@ -665,7 +673,7 @@ HARD_INLINE float hard_particle_scan(const int dim, const int nmax, const carlo_
 /* The scale-distribution bin of a particle whose nearest neighbour is at squared distance
  * r2min: x = 1 - 1/r, the fractional compression that would make the pair touch; -1 when
  * outside [0, xmax). */
-HARD_INLINE int hard_sdf_bin(float r2min, const hard_scan *sc)
+CARLO_HD int hard_sdf_bin(float r2min, const hard_scan *sc)
 {
     if (!(r2min >= 1.0f) || r2min > 4.0f)
         return -1;

@@ -1,6 +1,8 @@
 /* hard_lua.c — the Lua binding of hard particles: carlo.hard_disks{...} and
- * carlo.hard_spheres{...}, both the userdata "carlo.hard". Arguments are checked here; the work
- * goes through hard.h, which talks to the backend table only. */
+ * carlo.hard_spheres{...}, both the userdata "carlo.hard" of the system layer
+ * (system/system_lua.h), which gives them run, sample, observe, snapshot, save, sync, close.
+ * Here: the constructors' keys, the model's fields and its own methods (sweep, substep,
+ * shift_cells, volume_move, compress, tune, psi6, overlaps, verify, launch). */
 #include <lauxlib.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,20 +14,13 @@
 #include "core/array.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "core/stats.h"
-#include "core/system.h"
 #include "hard/hard.h"
 #include "hard/hard_lua.h"
-#include "traj/checkpoint.h"
-#include "traj/traj_lua.h"
-
-#define HARD_MT "carlo.hard"
-
-typedef struct hard_ud {
-    hard_system *s;
-} hard_ud;
+#include "system/system_lua.h"
 
 static const char *const DEVICES[] = {"auto", "cpu", "gpu", NULL};
+
+extern const carlo_lua_model hard_lua_model;
 
 /* luaL_error with the full printf formats (%g, %.9f, %lld), which lua_pushfstring lacks. */
 static int fail(lua_State *L, const char *fmt, ...) CARLO_PRINTF(2, 3);
@@ -44,22 +39,7 @@ static int fail(lua_State *L, const char *fmt, ...)
 
 static hard_system *check(lua_State *L, int idx)
 {
-    hard_ud *u = (hard_ud *)luaL_checkudata(L, idx, HARD_MT);
-    if (!u->s)
-        luaL_error(L, "carlo.hard: this system was closed");
-    return u->s;
-}
-
-static void push_system(lua_State *L, hard_system *s)
-{
-    hard_ud *u = (hard_ud *)lua_newuserdatauv(L, sizeof *u, 0);
-    u->s = s;
-    luaL_setmetatable(L, HARD_MT);
-}
-
-static const char *model_name(const hard_system *s)
-{
-    return s->dim == 2 ? "hard disks" : "hard spheres";
+    return (hard_system *)carlo_lua_check(L, idx, &hard_lua_model);
 }
 
 /* ---------- arguments ---------- */
@@ -79,21 +59,23 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
         n = (int)lua_rawlen(L, idx);
         if (n != dim && n != 6)
             fail(L, "%s: %s must be a number, %d side lengths or the six GSD numbers "
-                          "{ Lx, Ly, Lz, xy, xz, yz } (got %d numbers)", where, key, dim, n);
+                    "{ Lx, Ly, Lz, xy, xz, yz } (got %d numbers)", where, key, dim, n);
         for (int k = 0; k < n; k++) {
             lua_rawgeti(L, idx, k + 1);
             int isnum;
             v[k] = lua_tonumberx(L, -1, &isnum);
             lua_pop(L, 1);
             if (!isnum || !isfinite(v[k]))
-                fail(L, "%s: %s[%d] must be a finite number", where, key, k + 1);
+                fail(L, "%s: %s[%d] must be a finite number (got %s)", where, key, k + 1,
+                     isnum ? "a non-finite number" : "no number");
         }
     } else {
         fail(L, "%s: %s must be a number or a table of side lengths (got a %s)", where, key,
-                   luaL_typename(L, idx));
+             luaL_typename(L, idx));
     }
     if (n == 6 && (v[3] != 0 || v[4] != 0 || v[5] != 0))
-        fail(L, "%s: %s: tilted boxes are not supported (xy = xz = yz = 0 required)", where, key);
+        fail(L, "%s: %s: tilted boxes are not supported (xy = xz = yz = 0 required; got %g, %g, %g)",
+             where, key, v[3], v[4], v[5]);
     if (n == 6 && dim == 2 && v[2] != 0 && v[2] != 1)
         fail(L, "%s: %s: a 2D box has Lz = 0 (got %g)", where, key, v[2]);
     for (int a = 0; a < dim; a++)
@@ -102,8 +84,8 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
     return carlo_box_make(dim, v);
 }
 
-/* Positions: a carlo.array N x 3 (or N x 2 in 2D), or a list of { x, y [, z] }; box coordinates
- * as doubles in a Lua-owned buffer left on the stack. */
+/* Positions: a carlo.array N x d (N x 3 with z = 0 in 2D also), or a list of { x, y [, z] };
+ * box coordinates as doubles in a Lua-owned buffer left on the stack. */
 static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const char *where)
 {
     idx = lua_absindex(L, idx);
@@ -113,20 +95,21 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
     if (a) {
         n = a->shape[0];
         cols = (int)a->shape[1];
-        if (a->ndim != 2 || (cols != 3 && !(dim == 2 && cols == 2)))
-            fail(L, "%s: position must be an N x 3 array%s (got %s %lld x %lld)", where,
-                       dim == 2 ? " (or N x 2)" : "", carlo_dtype_name(a->type), (long long)a->shape[0],
-                       (long long)a->shape[1]);
+        if (a->ndim != 2 || (cols != 3 && cols != dim))
+            fail(L, "%s: position must be an N x %d array%s (got %s %lld x %lld)", where, dim,
+                 dim == 2 ? " (or N x 3 with z = 0)" : "", carlo_dtype_name(a->type),
+                 (long long)a->shape[0], (long long)a->shape[1]);
     } else if (lua_type(L, idx) == LUA_TTABLE) {
         n = (int64_t)lua_rawlen(L, idx);
         cols = 3;
     } else {
-        fail(L, "%s: position must be a carlo.array or a list of points", where);
+        fail(L, "%s: position must be a carlo.array or a list of points (got a %s)", where,
+             luaL_typename(L, idx));
         return NULL;
     }
     if (n < 1 || n > HARD_N_MAX)
         fail(L, "%s: position must hold 1 to %lld particles (got %lld)", where,
-                   (long long)HARD_N_MAX, (long long)n);
+             (long long)HARD_N_MAX, (long long)n);
     *N = 0;
     double *x = (double *)lua_newuserdatauv(L, carlo_mulsize((size_t)n, 3 * sizeof(double)), 0);
     for (int64_t k = 0; k < n; k++) {
@@ -137,11 +120,12 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
         } else {
             lua_rawgeti(L, idx, (lua_Integer)k + 1);
             if (!lua_istable(L, -1))
-                fail(L, "%s: position[%lld] must be a point { x, y%s }", where, (long long)k + 1,
-                           dim == 3 ? ", z" : "");
+                fail(L, "%s: position[%lld] must be a point { x, y%s } (got a %s)", where,
+                     (long long)k + 1, dim == 3 ? ", z" : "", luaL_typename(L, -1));
             int m = (int)lua_rawlen(L, -1);
             if (m != dim && m != 3)
-                fail(L, "%s: position[%lld] must have %d coordinates", where, (long long)k + 1, dim);
+                fail(L, "%s: position[%lld] must have %d coordinates (got %d)", where,
+                     (long long)k + 1, dim, m);
             for (int c = 0; c < m; c++) {
                 lua_rawgeti(L, -1, c + 1);
                 p[c] = lua_tonumber(L, -1);
@@ -151,10 +135,11 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
         }
         for (int c = 0; c < 3; c++)
             if (!isfinite(p[c]))
-                fail(L, "%s: position[%lld] is not finite", where, (long long)k + 1);
+                fail(L, "%s: position[%lld] is not finite (coordinate %d is %g)", where,
+                     (long long)k + 1, c + 1, p[c]);
         if (dim == 2 && p[2] != 0)
             fail(L, "%s: position[%lld] has z = %g; disks live in the plane z = 0", where,
-                       (long long)k + 1, p[2]);
+                 (long long)k + 1, p[2]);
         memcpy(x + 3 * k, p, sizeof p);
     }
     *N = n;
@@ -172,165 +157,148 @@ static void optional_table(lua_State *L, int idx)
     luaL_checktype(L, idx, LUA_TTABLE);
 }
 
+/* A renamed key: its value under the new name or, with a warning, the old one (not both).
+ * Returns the name to read. */
+static const char *renamed_key(lua_State *L, int idx, const char *where, const char *old,
+                               const char *key)
+{
+    if (!carlo_arg_has(L, idx, old))
+        return key;
+    if (carlo_arg_has(L, idx, key))
+        fail(L, "%s: give %s, not both %s and %s", where, key, key, old);
+    carlo_lua_renamed(where, old, key);
+    return old;
+}
+
 /* ---------- constructors ---------- */
+
+/* init = a snapshot { position =, box =, step =, N = } (at index snap): positions, box, N; the
+ * positions buffer stays on the stack. Returns the snapshot's step. */
+static lua_Integer snapshot_init(lua_State *L, int snap, int dim, const char *where, hard_params *p)
+{
+    static const char *const skeys[] = {"position", "box", "step", "N", "dimensions", NULL};
+    carlo_args_allowed(L, snap, "init", skeys);
+    if (lua_getfield(L, snap, "dimensions") != LUA_TNIL && lua_tointeger(L, -1) != dim)
+        fail(L, "%s: init holds a %lld-dimensional snapshot", where, (long long)lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    if (lua_getfield(L, snap, "box") == LUA_TNIL)
+        fail(L, "%s: init.box is required (the snapshot's box)", where);
+    p->box = parse_box(L, -1, dim, where, "init.box");
+    lua_pop(L, 1);
+    lua_getfield(L, snap, "position");
+    int64_t n = 0;
+    p->positions = parse_positions(L, -1, dim, &n, where);
+    lua_remove(L, -2); /* the buffer stays, the array goes */
+    p->init = HARD_INIT_POSITIONS;
+    p->N = n;
+    int64_t sn = carlo_arg_has(L, snap, "N") ? carlo_arg_int(L, snap, where, "N", 1, 0, 1, HARD_N_MAX) : n;
+    int64_t kn = carlo_arg_has(L, 1, "N") ? carlo_arg_int(L, 1, where, "N", 1, 0, 1, HARD_N_MAX) : n;
+    if (sn != n || kn != n)
+        fail(L, "%s: N = %lld does not match the snapshot's %lld positions", where,
+             (long long)(sn != n ? sn : kn), (long long)n);
+    /* the snapshot brings its box; phi or box given as well must describe the same one (to
+     * the grid's rounding of the box, a relative 1e-7) */
+    const double phi_snap = hard_phi_of(dim, n, &p->box);
+    if (carlo_arg_has(L, 1, "phi")) {
+        double phi = carlo_arg_num(L, 1, where, "phi", 1, 0, 0, 0, hard_close_packing(dim), 0);
+        if (fabs(phi - phi_snap) > 1e-6 * phi_snap)
+            fail(L, "%s: phi = %.9g does not match the snapshot's packing fraction %.9g (the "
+                    "snapshot brings its box)", where, phi, phi_snap);
+    }
+    if (carlo_arg_has(L, 1, "box")) {
+        lua_getfield(L, 1, "box");
+        carlo_box b = parse_box(L, -1, dim, where, "box");
+        lua_pop(L, 1);
+        for (int a = 0; a < dim; a++)
+            if (fabs(b.L[a] - p->box.L[a]) > 1e-6 * p->box.L[a])
+                fail(L, "%s: box side %d = %.9g does not match the snapshot's %.9g (the snapshot "
+                        "brings its box)", where, a + 1, b.L[a], p->box.L[a]);
+    }
+    lua_Integer step = 0; /* a snapshot's step carries on (trajectories continue their numbering) */
+    if (lua_getfield(L, snap, "step") != LUA_TNIL) {
+        step = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
+        if (step < 0)
+            fail(L, "%s: init.step must be an integer >= 0 (got %s)", where, luaL_tolstring(L, -1, NULL));
+    }
+    lua_pop(L, 1);
+    return step;
+}
+
+/* phi or box, with N, for a random or lattice start. */
+static void sized_init(lua_State *L, int dim, int lattice, const char *where, hard_params *p)
+{
+    double cp = hard_close_packing(dim);
+    p->init = lattice ? HARD_INIT_LATTICE : HARD_INIT_RANDOM;
+    p->N = carlo_arg_int(L, 1, where, "N", 1, 0, 1, HARD_N_MAX);
+    int has_phi = carlo_arg_has(L, 1, "phi"), has_box = carlo_arg_has(L, 1, "box");
+    if (has_phi == has_box)
+        fail(L, "%s: give exactly one of phi (packing fraction in (0, %.9f)) and box", where, cp);
+    if (has_box) {
+        lua_getfield(L, 1, "box");
+        p->box = parse_box(L, -1, dim, where, "box");
+        lua_pop(L, 1);
+        double phi = hard_phi_of(dim, p->N, &p->box);
+        if (!(phi < cp))
+            fail(L, "%s: N = %lld in this box packs phi = %.9g, at or above close packing %.9g",
+                 where, (long long)p->N, phi, cp);
+        return;
+    }
+    double phi = carlo_arg_num(L, 1, where, "phi", 1, 0, 0, 0, cp, 0);
+    if (lattice) {
+        if (hard_lattice_box(dim, p->N, phi, &p->box))
+            fail(L, "%s: %s", where, carlo_errmsg());
+        return;
+    }
+    double side = pow((double)p->N * hard_particle_volume(dim) / phi, 1.0 / dim);
+    double L3[3] = {side, side, side};
+    p->box = carlo_box_make(dim, L3);
+}
 
 static int construct(lua_State *L, int dim)
 {
     const char *where = dim == 2 ? "carlo.hard_disks" : "carlo.hard_spheres";
-    const char *lattice = dim == 2 ? "hex" : "fcc";
-    static const char *const keys[] = {"N", "phi", "box", "seed", "init", "device", "d", "moves",
-                                       "shuffle", "cell_width", "quiet", NULL};
+    static const char *const keys[] = {"N", "phi", "box", "seed", "init", "device", "delta",
+                                       "moves_per_cell", "shuffle", "cell_width", "pressure",
+                                       "dlnV", "quiet", "d", "moves", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
     carlo_args_allowed(L, 1, where, keys);
-    double cp = hard_close_packing(dim);
     hard_params p;
     memset(&p, 0, sizeof p);
     p.dim = dim;
-    p.d = carlo_arg_num(L, 1, where, "d", 0, 0.16, 0, 0, 2, 1);
-    p.moves = (int)carlo_arg_int(L, 1, where, "moves", 0, 4, 1, 4096);
+    p.delta = carlo_arg_num(L, 1, where, renamed_key(L, 1, where, "d", "delta"), 0, 0.16, 0, 0, 2, 1);
+    p.moves_per_cell = (int)carlo_arg_int(L, 1, where, renamed_key(L, 1, where, "moves", "moves_per_cell"),
+                                          0, 4, 1, 4096);
     p.shuffle = carlo_arg_bool(L, 1, where, "shuffle", 1);
     p.quiet = carlo_arg_bool(L, 1, where, "quiet", 0);
     p.w_pref = carlo_arg_num(L, 1, where, "cell_width", 0, 0, 1, 1,
                              dim == 2 ? HARD_WMAX_2D : HARD_WMAX_3D, 0);
-    int has_phi = carlo_arg_has(L, 1, "phi"), has_box = carlo_arg_has(L, 1, "box");
-    int t = lua_getfield(L, 1, "init");
-    int snap = t == LUA_TTABLE;
-    if (snap) {
-        static const char *const skeys[] = {"position", "box", "step", "dimensions", NULL};
-        carlo_args_allowed(L, -1, "init", skeys);
-        if (has_phi || has_box)
-            return fail(L, "%s: a snapshot brings its own box: give neither phi nor box", where);
-        if (lua_getfield(L, -1, "dimensions") != LUA_TNIL && lua_tointeger(L, -1) != dim)
-            return fail(L, "%s: init holds a %lld-dimensional snapshot", where,
-                        (long long)lua_tointeger(L, -1));
-        lua_pop(L, 1);
-        if (lua_getfield(L, -1, "box") == LUA_TNIL)
-            return fail(L, "%s: init.box is required (the snapshot's box)", where);
-        p.box = parse_box(L, -1, dim, where, "init.box");
-        lua_pop(L, 1);
-        lua_getfield(L, -1, "position");
-        int64_t n = 0;
-        p.positions = parse_positions(L, -1, dim, &n, where);
-        p.init = HARD_INIT_POSITIONS;
-        p.N = n;
-        if (carlo_arg_has(L, 1, "N") && carlo_arg_int(L, 1, where, "N", 1, 0, 1, HARD_N_MAX) != n)
-            return fail(L, "%s: N = %lld does not match the snapshot's %lld particles", where,
-                        (long long)carlo_arg_int(L, 1, where, "N", 1, 0, 1, HARD_N_MAX), (long long)n);
-        lua_insert(L, 2); /* keep the positions buffer below the table */
-        lua_pop(L, 1);
-    } else {
-        lua_pop(L, 1);
-        const char *inits[] = {"random", lattice, NULL};
-        int which = carlo_arg_enum(L, 1, where, "init", "random", inits);
-        p.init = which == 0 ? HARD_INIT_RANDOM : HARD_INIT_LATTICE;
-        p.N = carlo_arg_int(L, 1, where, "N", 1, 0, 1, HARD_N_MAX);
-        if (has_phi == has_box)
-            return fail(L, "%s: give exactly one of phi (packing fraction in (0, %.9f)) and box",
-                              where, cp);
-        if (has_phi) {
-            double phi = carlo_arg_num(L, 1, where, "phi", 1, 0, 0, 0, cp, 0);
-            if (p.init == HARD_INIT_LATTICE) {
-                if (hard_lattice_box(dim, p.N, phi, &p.box))
-                    return fail(L, "%s: %s", where, carlo_errmsg());
-            } else {
-                double side = pow((double)p.N * hard_particle_volume(dim) / phi, 1.0 / dim);
-                double L3[3] = {side, side, side};
-                p.box = carlo_box_make(dim, L3);
-            }
-        } else {
-            lua_getfield(L, 1, "box");
-            p.box = parse_box(L, -1, dim, where, "box");
-            lua_pop(L, 1);
-            double phi = hard_phi_of(dim, p.N, &p.box);
-            if (!(phi < cp))
-                return fail(L, "%s: N = %lld in this box packs phi = %.9g, at or above close "
-                                     "packing %.9g", where, (long long)p.N, phi, cp);
-        }
-    }
+    p.pressure = carlo_arg_num(L, 1, where, "pressure", 0, 0, 0, 0, INFINITY, 0);
+    p.dlnV = carlo_arg_num(L, 1, where, "dlnV", 0, 0, 0, 0, 1, 1);
+    const char *inits[] = {"random", dim == 2 ? "hex" : "fcc", NULL};
+    int init = carlo_lua_init_arg(L, 1, where, NULL, "random", inits, 1);
+    lua_Integer step = 0;
+    if (init < 0)
+        step = snapshot_init(L, lua_gettop(L), dim, where, &p); /* positions stay on the stack */
+    else
+        sized_init(L, dim, init == 1, where, &p);
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     p.device = carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
-    lua_Integer step = 0; /* a snapshot's step carries on (trajectories continue their numbering) */
-    if (snap) {
-        lua_getfield(L, 1, "init");
-        if (lua_getfield(L, -1, "step") != LUA_TNIL) {
-            step = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
-            if (step < 0)
-                return fail(L, "%s: init.step must be an integer >= 0", where);
-        }
-        lua_pop(L, 2);
-    }
     hard_system *s = hard_create(&p);
     if (!s)
         return carlo_raise(L, where);
     s->step = (uint64_t)step;
-    push_system(L, s);
+    carlo_lua_push_system(L, &hard_lua_model, &s->sys);
     return 1;
 }
 
 static int l_hard_disks(lua_State *L) { return construct(L, 2); }
 static int l_hard_spheres(lua_State *L) { return construct(L, 3); }
 
-/* ---------- running ---------- */
+/* ---------- steps ---------- */
 
-/* sys:run{ sweeps = n | upto = step, walltime =, checkpoint =, quiet = } */
-static int write_frame(void *ctx, hard_system *s)
-{
-    (void)s;
-    return traj_sink_write((traj_sink *)ctx);
-}
-
-static int l_run(lua_State *L)
-{
-    static const char *const keys[] = {"sweeps", "upto", "walltime", "checkpoint", "every",
-                                       "trajectory", "quiet", NULL};
-    const char *where = "hard:run";
-    hard_system *s = check(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    carlo_args_allowed(L, 2, where, keys);
-    int has_sweeps = carlo_arg_has(L, 2, "sweeps"), has_upto = carlo_arg_has(L, 2, "upto");
-    if (has_sweeps == has_upto)
-        return fail(L, "%s: give exactly one of sweeps (how many) and upto (the step to reach)",
-                          where);
-    hard_run_opts o = {0};
-    if (has_sweeps) {
-        o.sweeps = (uint64_t)carlo_arg_int(L, 2, where, "sweeps", 1, 0, 0, (int64_t)1 << 47);
-    } else {
-        uint64_t upto = (uint64_t)carlo_arg_int(L, 2, where, "upto", 1, 0, 0, (int64_t)1 << 47);
-        o.sweeps = upto > s->step ? upto - s->step : 0;
-    }
-    o.walltime = carlo_arg_num(L, 2, where, "walltime", 0, 0, 0, 0, INFINITY, 0);
-    o.quiet = carlo_arg_bool(L, 2, where, "quiet", 0);
-    o.label = model_name(s);
-    const char *ckpt = carlo_arg_str(L, 2, where, "checkpoint", 0);
-    if (ckpt && o.walltime <= 0)
-        return fail(L, "%s: checkpoint goes with walltime (use sys:save(path) otherwise)", where);
-    if (o.walltime > 0)
-        o.reserve = ckpt ? 0.5 + (double)s->N * 48.0 / 1e8 : 0;
-    traj_sink sink; /* a frame every `every` sweeps, written from C */
-    o.every = traj_lua_sink(L, 2, 1, where, s->step, &sink);
-    if (sink.tr) {
-        o.callback = write_frame;
-        o.ctx = &sink;
-    }
-    hard_run_result res;
-    if (hard_run_ex(s, &o, &res))
-        return carlo_raise(L, where);
-    if (res.stopped_early)
-        traj_lua_stopped_early(L, 1, where, s->step, res.sweeps, o.sweeps, o.walltime, ckpt,
-                               o.quiet);
-    lua_createtable(L, 0, 4);
-    lua_pushinteger(L, (lua_Integer)res.sweeps);
-    lua_setfield(L, -2, "sweeps");
-    lua_pushinteger(L, (lua_Integer)s->step);
-    lua_setfield(L, -2, "step");
-    lua_pushboolean(L, !res.stopped_early);
-    lua_setfield(L, -2, "completed");
-    lua_pushnumber(L, res.seconds);
-    lua_setfield(L, -2, "seconds");
-    return 1;
-}
-
+/* sys:sweep(): the sets in shuffled order, a cell shift, and a volume move in NPT */
 static int l_sweep(lua_State *L)
 {
     if (hard_sweep(check(L, 1)))
@@ -338,17 +306,28 @@ static int l_sweep(lua_State *L)
     return 0;
 }
 
-/* sys:subsweep(set): one checkerboard set, set = 0 .. 2^dim - 1 (bit a: parity along axis a) */
-static int l_subsweep(lua_State *L)
+static int substep(lua_State *L, const char *where)
 {
     hard_system *s = check(L, 1);
     lua_Integer set = luaL_checkinteger(L, 2);
     if (set < 0 || set >= (1 << s->dim))
-        return fail(L, "hard:subsweep: the set must be from 0 to %d (got %lld)", (1 << s->dim) - 1,
-                          (long long)set);
+        return luaL_error(L, "%s: the set must be from 0 to %d (got %I)", where, (1 << s->dim) - 1,
+                          set);
     if (hard_subsweep(s, (int)set))
-        return carlo_raise(L, "hard:subsweep");
+        return carlo_raise(L, where);
     return 0;
+}
+
+/* sys:substep(set): one checkerboard set, 0 .. 2^dim - 1 (bit a: the parity along axis a) */
+static int l_substep(lua_State *L)
+{
+    return substep(L, "hard:substep");
+}
+
+static int l_subsweep(lua_State *L)
+{
+    carlo_lua_renamed("hard", "subsweep", "substep");
+    return substep(L, "hard:subsweep");
 }
 
 static int l_shift_cells(lua_State *L)
@@ -362,20 +341,12 @@ static int l_volume_move(lua_State *L)
 {
     hard_system *s = check(L, 1);
     if (!s->npt)
-        return fail(L, "hard:volume_move: set sys.P first (volume moves sample NPT)");
-    uint64_t before = s->counts.vol_accepted;
+        return luaL_error(L, "hard:volume_move: set sys.pressure first (volume moves sample NPT)");
+    uint64_t before = s->counts.volume_accepted;
     if (hard_volume_move(s))
         return carlo_raise(L, "hard:volume_move");
-    lua_pushboolean(L, s->counts.vol_accepted > before);
+    lua_pushboolean(L, s->counts.volume_accepted > before);
     return 1;
-}
-
-static int l_sync(lua_State *L)
-{
-    hard_system *s = check(L, 1);
-    if (s->be->sync(s))
-        return carlo_raise(L, "hard:sync");
-    return 0;
 }
 
 /* sys:compress{ phi =, sweeps_between = 1, max_sweeps =, quiet = } */
@@ -397,10 +368,30 @@ static int l_compress(lua_State *L)
     return 1;
 }
 
-/* sys:tune{ target = 0.2, volume_target = 0.3, rounds = 20, sweeps = 100 } -> d, dlnV */
+/* The words for a tuning target that was not reached (stderr). */
+static void tune_report(const char *what, const char *size, double value, double acc,
+                        double target, int capped, int rounds)
+{
+    if (capped > 0)
+        fprintf(stderr, "carlo: hard:tune: the %s acceptance %.3f stays above the target %.3f at "
+                        "the largest %s = %g (a dilute system); %s stays there\n",
+                what, acc, target, size, value, size);
+    else if (capped < 0)
+        fprintf(stderr, "carlo: hard:tune: the %s acceptance %.3f stays below the target %.3f at "
+                        "the smallest %s = %g (a jammed system); %s stays there\n",
+                what, acc, target, size, value, size);
+    else
+        fprintf(stderr, "carlo: hard:tune: the %s acceptance %.3f after %d rounds is not yet the "
+                        "target %.3f (%s = %g); give more rounds or sweeps\n",
+                what, acc, rounds, target, size, value);
+}
+
+/* sys:tune{ target = 0.2, volume_target = 0.3, rounds = 20, sweeps = 100, quiet = }
+ *   -> { delta =, acceptance =, target =, reached = [, dlnV =, volume_acceptance =,
+ *        volume_target =, volume_reached = ] } */
 static int l_tune(lua_State *L)
 {
-    static const char *const keys[] = {"target", "volume_target", "rounds", "sweeps", NULL};
+    static const char *const keys[] = {"target", "volume_target", "rounds", "sweeps", "quiet", NULL};
     const char *where = "hard:tune";
     hard_system *s = check(L, 1);
     optional_table(L, 2);
@@ -409,14 +400,29 @@ static int l_tune(lua_State *L)
     double vt = carlo_arg_num(L, 2, where, "volume_target", 0, 0.3, 0, 0, 1, 0);
     int rounds = (int)carlo_arg_int(L, 2, where, "rounds", 0, 20, 1, 100000);
     uint64_t sweeps = (uint64_t)carlo_arg_int(L, 2, where, "sweeps", 0, 100, 1, (int64_t)1 << 40);
-    if (hard_tune(s, target, vt, rounds, sweeps))
+    int quiet = carlo_arg_bool(L, 2, where, "quiet", 0) || carlo_quiet;
+    hard_tune_result r;
+    if (hard_tune(s, target, vt, rounds, sweeps, &r))
         return carlo_raise(L, where);
-    lua_pushnumber(L, (double)s->mv.d);
-    lua_pushnumber(L, s->dlnV);
-    return 2;
+    if (!quiet && !r.reached)
+        tune_report("translation", "delta", (double)s->mv.delta, r.acceptance, target, r.capped, rounds);
+    if (!quiet && !r.volume_reached)
+        tune_report("volume", "dlnV", s->dlnV, r.volume_acceptance, vt, r.volume_capped, rounds);
+    lua_createtable(L, 0, 8);
+    carlo_lua_setnum(L, "delta", (double)s->mv.delta);
+    carlo_lua_setnum(L, "acceptance", r.acceptance);
+    carlo_lua_setnum(L, "target", target);
+    lua_pushboolean(L, r.reached && r.volume_reached);
+    lua_setfield(L, -2, "reached");
+    if (s->npt) {
+        carlo_lua_setnum(L, "dlnV", s->dlnV);
+        carlo_lua_setnum(L, "volume_acceptance", r.volume_acceptance);
+        carlo_lua_setnum(L, "volume_target", vt);
+    }
+    return 1;
 }
 
-/* ---------- observing ---------- */
+/* ---------- the model's own observations ---------- */
 
 static void push_box(lua_State *L, const carlo_box *b)
 {
@@ -427,192 +433,6 @@ static void push_box(lua_State *L, const carlo_box *b)
         lua_pushnumber(L, v[k]);
         lua_rawseti(L, -2, k + 1);
     }
-}
-
-static void set_num(lua_State *L, const char *k, double v)
-{
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, int64_t v)
-{
-    lua_pushinteger(L, (lua_Integer)v);
-    lua_setfield(L, -2, k);
-}
-
-static double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
-
-static void push_acceptance(lua_State *L, const hard_counts *c)
-{
-    lua_createtable(L, 0, 2);
-    set_num(L, "translation", ratio(c->accepted, c->tried));
-    set_num(L, "volume", ratio(c->vol_accepted, c->vol_tried));
-    lua_setfield(L, -2, "acceptance");
-}
-
-static int l_observe(lua_State *L)
-{
-    hard_system *s = check(L, 1);
-    hard_counts c;
-    if (hard_counts_get(s, &c))
-        return carlo_raise(L, "hard:observe");
-    double V = carlo_box_volume(&s->box);
-    lua_createtable(L, 0, 16);
-    set_int(L, "step", (int64_t)s->step);
-    set_int(L, "N", s->N);
-    set_num(L, "phi", hard_phi(s));
-    set_num(L, "rho", (double)s->N / V);
-    set_num(L, "V", V);
-    push_box(L, &s->box);
-    lua_setfield(L, -2, "box");
-    set_num(L, "d", (double)s->mv.d);
-    set_num(L, "dlnV", s->dlnV);
-    push_acceptance(L, &c);
-    set_int(L, "tried", (int64_t)c.tried);
-    set_int(L, "accepted", (int64_t)c.accepted);
-    set_int(L, "volume_tried", (int64_t)c.vol_tried);
-    set_int(L, "volume_accepted", (int64_t)c.vol_accepted);
-    return 1;
-}
-
-static void push_estimate(lua_State *L, const char *name, const double *x, size_t n, uint64_t every)
-{
-    carlo_estimate e;
-    carlo_blocking(x, n, &e);
-    lua_createtable(L, 0, 4);
-    set_num(L, "mean", e.mean);
-    set_num(L, "err", e.err);
-    set_num(L, "tau", e.tau * (double)every);
-    lua_pushboolean(L, e.plateau);
-    lua_setfield(L, -2, "plateau");
-    lua_setfield(L, -2, name);
-}
-
-/* Optional { dr =, width =, degree = } / { dx =, xmax =, degree = } tables. */
-static void parse_fit(lua_State *L, int idx, const char *where, const char *key, double *a,
-                      double *b, int *deg, const char *na, const char *nb)
-{
-    if (lua_getfield(L, idx, key) == LUA_TNIL) {
-        lua_pop(L, 1);
-        return;
-    }
-    const char *keys[4] = {na, nb, "degree", NULL};
-    char w[64];
-    snprintf(w, sizeof w, "%s: %s", where, key);
-    carlo_args_allowed(L, -1, w, keys);
-    *a = carlo_arg_num(L, -1, w, na, 0, *a, 0, 0, 0.5, 1);
-    *b = carlo_arg_num(L, -1, w, nb, 0, *b, 0, 0, 0.5, 1);
-    *deg = (int)carlo_arg_int(L, -1, w, "degree", 0, *deg, 0, 10);
-    lua_pop(L, 1);
-}
-
-enum { Q_PGR, Q_PSDF, Q_PDIFF, Q_PHI, Q_RHO, Q_PSI6, Q_PSI6L, NQ };
-
-/* sys:sample{ sweeps =, every =, pressure = true, psi6 = false, rc = 1.4, gr = {...},
- *             sdf = {...}, series = false, quiet = } */
-static int l_sample(lua_State *L)
-{
-    static const char *const keys[] = {"sweeps", "every", "pressure", "psi6", "rc", "gr", "sdf",
-                                       "series", "quiet", NULL};
-    static const char *const names[NQ] = {"P_gr", "P_sdf", "P_diff", "phi", "rho", "psi6",
-                                          "psi6_local"};
-    const char *where = "hard:sample";
-    hard_system *s = check(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    carlo_args_allowed(L, 2, where, keys);
-    uint64_t every = (uint64_t)carlo_arg_int(L, 2, where, "every", 0, 1, 1, (int64_t)1 << 40);
-    uint64_t sweeps = (uint64_t)carlo_arg_int(L, 2, where, "sweeps", 1, 0, 1, (int64_t)1 << 47);
-    if (sweeps % every || sweeps / every < 2)
-        return fail(L, "%s: sweeps must be a multiple of every giving at least 2 samples "
-                             "(got sweeps = %llu, every = %llu)", where, (unsigned long long)sweeps,
-                          (unsigned long long)every);
-    int want_p = carlo_arg_bool(L, 2, where, "pressure", 1);
-    int want_psi = carlo_arg_bool(L, 2, where, "psi6", 0);
-    if (want_psi && s->dim != 2)
-        return fail(L, "%s: psi6 is the hexatic order of disks", where);
-    double rc = carlo_arg_num(L, 2, where, "rc", 0, 1.4, 0, 0, INFINITY, 0);
-    int want_series = carlo_arg_bool(L, 2, where, "series", 0);
-    int quiet = carlo_arg_bool(L, 2, where, "quiet", 0);
-    hard_pressure_params pp;
-    hard_pressure_defaults(&pp);
-    parse_fit(L, 2, where, "gr", &pp.gr_dr, &pp.gr_width, &pp.gr_degree, "dr", "width");
-    parse_fit(L, 2, where, "sdf", &pp.sdf_dx, &pp.sdf_xmax, &pp.sdf_degree, "dx", "xmax");
-    hard_scan sc;
-    if (hard_scan_from(&pp, &sc))
-        return carlo_raise(L, where);
-    size_t n = (size_t)(sweeps / every);
-    double *buf = (double *)lua_newuserdatauv(L, carlo_mulsize(carlo_mulsize(n, NQ), sizeof(double)), 0);
-    hard_counts c0, c1;
-    if (hard_counts_get(s, &c0))
-        return carlo_raise(L, where);
-    hard_run_opts o = {.sweeps = every, .quiet = 1};
-    carlo_progress pr;
-    carlo_progress_start(&pr, "hard sample", "sweeps", (double)sweeps, quiet);
-    for (size_t j = 0; j < n; j++) {
-        hard_run_result res;
-        double pg = NAN, ps = NAN, g = NAN, loc = NAN;
-        if (hard_run_ex(s, &o, &res) || (want_p && hard_pressure_now(s, &pp, &pg, &ps)) ||
-            (want_psi && hard_psi6(s, rc, &g, &loc, NULL))) {
-            carlo_progress_end(&pr);
-            return carlo_raise(L, where);
-        }
-        double V = carlo_box_volume(&s->box);
-        buf[Q_PGR * n + j] = pg;
-        buf[Q_PSDF * n + j] = ps;
-        buf[Q_PDIFF * n + j] = pg - ps;
-        buf[Q_PHI * n + j] = hard_phi(s);
-        buf[Q_RHO * n + j] = (double)s->N / V;
-        buf[Q_PSI6 * n + j] = g;
-        buf[Q_PSI6L * n + j] = loc;
-        carlo_progress_update(&pr, (double)((j + 1) * every));
-    }
-    carlo_progress_end(&pr);
-    if (hard_counts_get(s, &c1))
-        return carlo_raise(L, where);
-    lua_createtable(L, 0, 16);
-    set_int(L, "samples", (int64_t)n);
-    set_int(L, "step", (int64_t)s->step);
-    for (int q = 0; q < NQ; q++) {
-        if ((q <= Q_PDIFF && !want_p) || (q >= Q_PSI6 && !want_psi))
-            continue;
-        push_estimate(L, names[q], buf + (size_t)q * n, n, every);
-    }
-    if (want_p) {
-        lua_getfield(L, -1, "P_sdf");
-        lua_setfield(L, -2, "P");
-        if (s->dim == 3) { /* beta P v0, HPMC's Table 1 unit */
-            lua_getfield(L, -1, "P");
-            lua_createtable(L, 0, 4);
-            lua_getfield(L, -2, "mean");
-            lua_pushnumber(L, lua_tonumber(L, -1) * hard_particle_volume(3));
-            lua_setfield(L, -3, "mean");
-            lua_pop(L, 1);
-            lua_getfield(L, -2, "err");
-            lua_pushnumber(L, lua_tonumber(L, -1) * hard_particle_volume(3));
-            lua_setfield(L, -3, "err");
-            lua_pop(L, 1);
-            lua_getfield(L, -2, "tau");
-            lua_setfield(L, -2, "tau");
-            lua_setfield(L, -3, "Pv0");
-            lua_pop(L, 1);
-        }
-    }
-    hard_counts d = {c1.tried - c0.tried, c1.accepted - c0.accepted, c1.vol_tried - c0.vol_tried,
-                     c1.vol_accepted - c0.vol_accepted};
-    push_acceptance(L, &d);
-    if (want_series) {
-        lua_createtable(L, 0, NQ);
-        for (int q = 0; q < NQ; q++) {
-            if ((q <= Q_PDIFF && !want_p) || (q >= Q_PSI6 && !want_psi))
-                continue;
-            carlo_array *a = carlo_array_push(L, CARLO_F64, (int64_t)n, 0);
-            memcpy(a->data, buf + (size_t)q * n, n * sizeof(double));
-            lua_setfield(L, -2, names[q]);
-        }
-        lua_setfield(L, -2, "series");
-    }
-    return 1;
 }
 
 /* sys:psi6{ rc = 1.4, values = false } -> { global =, local =, values = array N x 2 } */
@@ -634,28 +454,12 @@ static int l_psi6(lua_State *L)
     if (hard_psi6(s, rc, &g, &loc, psi))
         return carlo_raise(L, where);
     lua_createtable(L, 0, 3);
-    set_num(L, "global", g);
-    set_num(L, "local", loc);
+    carlo_lua_setnum(L, "global", g);
+    carlo_lua_setnum(L, "local", loc);
     if (values) {
         lua_pushvalue(L, -2);
         lua_setfield(L, -2, "values");
     }
-    return 1;
-}
-
-/* sys:snapshot() -> { position = array N x 3 f32, box = { Lx, Ly, Lz, xy, xz, yz }, step = } */
-static int l_snapshot(lua_State *L)
-{
-    hard_system *s = check(L, 1);
-    lua_createtable(L, 0, 4);
-    carlo_array *a = carlo_array_push(L, CARLO_F32, s->N, 3);
-    if (hard_positions_f32(s, (float *)a->data))
-        return carlo_raise(L, "hard:snapshot");
-    lua_setfield(L, -2, "position");
-    push_box(L, &s->box);
-    lua_setfield(L, -2, "box");
-    set_int(L, "step", (int64_t)s->step);
-    set_int(L, "dimensions", s->dim);
     return 1;
 }
 
@@ -665,7 +469,7 @@ static int l_overlaps(lua_State *L)
     hard_system *s = check(L, 1);
     lua_Integer max = luaL_optinteger(L, 2, 100);
     if (max < 0 || max > 1 << 24)
-        return fail(L, "hard:overlaps: max must be from 0 to %d", 1 << 24);
+        return luaL_error(L, "hard:overlaps: max must be from 0 to %d (got %I)", 1 << 24, max);
     int64_t *pairs = (int64_t *)lua_newuserdatauv(L, sizeof(int64_t) * 2 * (size_t)(max ? max : 1), 0);
     int64_t count;
     if (hard_overlaps(s, &count, pairs, max))
@@ -697,212 +501,322 @@ static int l_verify(lua_State *L)
     return 1;
 }
 
-static int l_save(lua_State *L)
-{
-    check(L, 1);
-    traj_lua_save(L, 1, luaL_checkstring(L, 2), "hard:save");
-    return 0;
-}
+/* ---------- launch shapes: benchmarks only ---------- */
 
-static int l_close(lua_State *L)
+static void push_launch(lua_State *L, const hard_launch *la)
 {
-    hard_ud *u = (hard_ud *)luaL_checkudata(L, 1, HARD_MT);
-    hard_destroy(u->s);
-    u->s = NULL;
-    return 0;
-}
-
-static int l_tostring(lua_State *L)
-{
-    hard_ud *u = (hard_ud *)luaL_checkudata(L, 1, HARD_MT);
-    if (!u->s) {
-        lua_pushliteral(L, "carlo.hard (closed)");
-        return 1;
+    lua_createtable(L, 0, 4);
+    lua_createtable(L, 2, 0);
+    for (int i = 0; i < 2; i++) {
+        lua_pushinteger(L, la->block[i]);
+        lua_rawseti(L, -2, i + 1);
     }
-    hard_system *s = u->s;
-    char buf[200];
-    snprintf(buf, sizeof buf, "carlo.%s(N = %lld, phi = %.6f, %s, step %llu, %s)",
-             s->dim == 2 ? "hard_disks" : "hard_spheres", (long long)s->N, hard_phi(s),
-             s->npt ? "NPT" : "NVT", (unsigned long long)s->step, carlo_device_name(s->device));
-    lua_pushstring(L, buf);
-    return 1;
+    lua_setfield(L, -2, "block");
+    lua_pushstring(L, la->variant ? "registers" : "memory");
+    lua_setfield(L, -2, "variant");
+    lua_pushboolean(L, la->gather);
+    lua_setfield(L, -2, "gather");
+    carlo_lua_setint(L, "team", la->team);
 }
 
-static int l_index(lua_State *L)
+/* sys:launch([{ block = { x, y }, variant = "registers" | "memory", gather =, team = }]) -> the
+ * launch now. For benchmarks only: every launch makes the same decisions (the chain never
+ * changes), and the defaults are the fastest measured. */
+static int l_launch(lua_State *L)
 {
+    static const char *const keys[] = {"block", "variant", "gather", "team", NULL};
+    static const char *const variants[] = {"memory", "registers", NULL};
+    const char *where = "hard:launch";
     hard_system *s = check(L, 1);
-    const char *k = luaL_checkstring(L, 2);
-    if (strcmp(k, "N") == 0) lua_pushinteger(L, (lua_Integer)s->N);
-    else if (strcmp(k, "dim") == 0) lua_pushinteger(L, s->dim);
-    else if (strcmp(k, "phi") == 0) lua_pushnumber(L, hard_phi(s));
-    else if (strcmp(k, "rho") == 0) lua_pushnumber(L, (double)s->N / carlo_box_volume(&s->box));
-    else if (strcmp(k, "V") == 0) lua_pushnumber(L, carlo_box_volume(&s->box));
-    else if (strcmp(k, "box") == 0) push_box(L, &s->box);
-    else if (strcmp(k, "step") == 0) lua_pushinteger(L, (lua_Integer)s->step);
-    else if (strcmp(k, "seed") == 0) lua_pushinteger(L, (lua_Integer)s->seed);
-    else if (strcmp(k, "device") == 0) lua_pushstring(L, carlo_device_name(s->device));
-    else if (strcmp(k, "d") == 0) lua_pushnumber(L, (double)s->mv.d);
-    else if (strcmp(k, "moves") == 0) lua_pushinteger(L, s->mv.moves);
-    else if (strcmp(k, "shuffle") == 0) lua_pushboolean(L, s->mv.shuffle);
-    else if (strcmp(k, "dlnV") == 0) lua_pushnumber(L, s->dlnV);
-    else if (strcmp(k, "npt") == 0) lua_pushboolean(L, s->npt);
-    else if (strcmp(k, "P") == 0) {
-        if (s->npt)
-            lua_pushnumber(L, s->P);
-        else
-            lua_pushnil(L);
-    } else if (strcmp(k, "variant") == 0) {
-        lua_pushstring(L, s->variant ? "registers" : "memory");
-    } else if (strcmp(k, "gather") == 0) {
-        lua_pushboolean(L, s->gather);
-    } else if (strcmp(k, "team") == 0) {
-        lua_pushinteger(L, s->team);
-    } else if (strcmp(k, "block") == 0) {
-        lua_createtable(L, 2, 0);
-        lua_pushinteger(L, s->block[0]);
-        lua_rawseti(L, -2, 1);
-        lua_pushinteger(L, s->block[1]);
-        lua_rawseti(L, -2, 2);
-    } else if (strcmp(k, "cells") == 0) {
-        lua_createtable(L, 0, 4);
-        lua_createtable(L, s->dim, 0);
-        for (int a = 0; a < s->dim; a++) {
-            lua_pushinteger(L, s->grid.m[a]);
-            lua_rawseti(L, -2, a + 1);
-        }
-        lua_setfield(L, -2, "m");
-        lua_createtable(L, s->dim, 0);
-        for (int a = 0; a < s->dim; a++) {
-            lua_pushnumber(L, s->grid.width[a]);
-            lua_rawseti(L, -2, a + 1);
-        }
-        lua_setfield(L, -2, "width");
-        set_int(L, "nmax", s->grid.nmax);
-        set_int(L, "count", s->grid.ncells);
-    } else {
-        luaL_getmetatable(L, HARD_MT);
-        lua_getfield(L, -1, "methods");
-        if (lua_getfield(L, -1, k) == LUA_TNIL)
-            return fail(L, "hard: no field or method '%s'", k);
-    }
-    return 1;
-}
-
-static int l_newindex(lua_State *L)
-{
-    hard_system *s = check(L, 1);
-    const char *k = luaL_checkstring(L, 2);
-    int isnum;
-    double v = lua_tonumberx(L, 3, &isnum);
-    if (strcmp(k, "d") == 0) {
-        if (!isnum || !(v > 0) || v > 2)
-            return fail(L, "hard: d must be a number in (0, 2] (got %s)", luaL_tolstring(L, 3, NULL));
-        s->mv.d = (float)v;
-    } else if (strcmp(k, "moves") == 0) {
-        if (!lua_isinteger(L, 3) || v < 1 || v > 4096)
-            return fail(L, "hard: moves must be an integer from 1 to 4096 (got %s)",
-                              luaL_tolstring(L, 3, NULL));
-        s->mv.moves = (int)v;
-    } else if (strcmp(k, "shuffle") == 0) {
-        if (!lua_isboolean(L, 3))
-            return fail(L, "hard: shuffle must be true or false");
-        s->mv.shuffle = lua_toboolean(L, 3);
-    } else if (strcmp(k, "dlnV") == 0) {
-        if (!isnum || !(v > 0) || v > 1)
-            return fail(L, "hard: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, 3, NULL));
-        s->dlnV = v;
-    } else if (strcmp(k, "variant") == 0) {
-        const char *v = lua_tostring(L, 3);
-        if (!v || (strcmp(v, "memory") && strcmp(v, "registers")))
-            return fail(L, "hard: variant must be \"memory\" or \"registers\"");
-        s->variant = strcmp(v, "registers") == 0;
-    } else if (strcmp(k, "gather") == 0) {
-        if (!lua_isboolean(L, 3))
-            return fail(L, "hard: gather must be true or false");
-        s->gather = lua_toboolean(L, 3);
-    } else if (strcmp(k, "team") == 0) {
-        if (!lua_isinteger(L, 3) || (lua_tointeger(L, 3) != 1 && lua_tointeger(L, 3) != 2 &&
-                                     lua_tointeger(L, 3) != 4 && lua_tointeger(L, 3) != 8))
-            return fail(L, "hard: team must be 1, 2, 4 or 8 (GPU lanes per active cell)");
-        s->team = (int)lua_tointeger(L, 3);
-    } else if (strcmp(k, "block") == 0) {
-        /* the GPU sub-sweep's thread block: whole warps, within the kernel's launch bounds */
+    optional_table(L, 2);
+    carlo_args_allowed(L, 2, where, keys);
+    hard_launch la = s->launch;
+    if (carlo_arg_has(L, 2, "variant"))
+        la.variant = carlo_arg_enum(L, 2, where, "variant", NULL, variants);
+    la.gather = carlo_arg_bool(L, 2, where, "gather", la.gather);
+    la.team = (int)carlo_arg_int(L, 2, where, "team", 0, la.team, 1, 8);
+    if (la.team != 1 && la.team != 2 && la.team != 4 && la.team != 8)
+        return luaL_error(L, "%s: team must be 1, 2, 4 or 8 (GPU lanes per active cell; got %d)",
+                          where, la.team);
+    if (lua_getfield(L, 2, "block") != LUA_TNIL) {
+        /* the one-thread kernel's block: whole warps, within its launch bounds */
         int limit = s->dim == 2 ? 1024 : 256;
         lua_Integer b[2] = {0, 0};
-        if (lua_type(L, 3) == LUA_TTABLE && lua_rawlen(L, 3) == 2)
+        if (lua_type(L, -1) == LUA_TTABLE && lua_rawlen(L, -1) == 2)
             for (int i = 0; i < 2; i++) {
-                lua_rawgeti(L, 3, i + 1);
+                lua_rawgeti(L, -1, i + 1);
                 b[i] = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
                 lua_pop(L, 1);
             }
         if (b[0] < 1 || b[1] < 1 || b[0] * b[1] > limit || (b[0] * b[1]) % 32)
-            return fail(L, "hard: block must be { x, y } with x y a multiple of 32 up to %d", limit);
-        s->block[0] = (int)b[0];
-        s->block[1] = (int)b[1];
-    } else if (strcmp(k, "P") == 0) {
-        if (lua_isnil(L, 3)) {
-            s->npt = 0;
-            return 0;
-        }
-        if (!isnum || !(v > 0) || !isfinite(v))
-            return fail(L, "hard: P must be a number > 0 (beta P sigma^%d), or nil for NVT (got %s)",
-                              s->dim, luaL_tolstring(L, 3, NULL));
-        s->P = v;
-        s->npt = 1;
-    } else {
-        return fail(L, "hard: field '%s' is read-only (settable: d, moves, shuffle, P, dlnV, block, variant, gather, team)", k);
+            return luaL_error(L, "%s: block must be { x, y } with x y a multiple of 32 up to %d "
+                                 "(got { %I, %I })", where, limit, b[0], b[1]);
+        la.block[0] = (int)b[0];
+        la.block[1] = (int)b[1];
     }
-    return 0;
-}
-
-/* ---------- generic model interface ---------- */
-
-static int model_frame(void *ud, carlo_frame *f)
-{
-    return hard_frame(((hard_ud *)ud)->s, f);
-}
-
-static int model_checkpoint(void *ud, carlo_frame *f)
-{
-    return hard_checkpoint(((hard_ud *)ud)->s, f);
-}
-
-static int model_restore(lua_State *L, const carlo_frame *f, const char *device)
-{
-    carlo_device_kind kind = carlo_lua_device(L, "carlo.load", device);
-    hard_system *s = hard_restore(f, kind);
-    if (!s)
-        return fail(L, "carlo.load: hard-particle checkpoint: %s", carlo_errmsg());
-    push_system(L, s);
+    lua_pop(L, 1);
+    s->launch = la;
+    push_launch(L, &s->launch);
     return 1;
 }
 
-static const carlo_model hard_model = {
-    .name = "hard",
-    .metatable = HARD_MT,
-    .frame = model_frame,
-    .checkpoint = model_checkpoint,
-    .restore = model_restore,
+/* ---------- the system layer's Lua face ---------- */
+
+static const char *const LAUNCH_FIELDS[] = {"block", "variant", "gather", "team", NULL};
+
+static int is_launch_field(const char *k)
+{
+    for (int i = 0; LAUNCH_FIELDS[i]; i++)
+        if (strcmp(k, LAUNCH_FIELDS[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void describe(lua_State *L, carlo_sys *c)
+{
+    hard_system *s = (hard_system *)c;
+    char buf[160];
+    if (s->npt)
+        snprintf(buf, sizeof buf, "%s, N = %lld, phi = %.6f, NPT at pressure = %.9g",
+                 s->dim == 2 ? "disks" : "spheres", (long long)s->N, hard_phi(s), s->pressure);
+    else
+        snprintf(buf, sizeof buf, "%s, N = %lld, phi = %.6f, NVT", s->dim == 2 ? "disks" : "spheres",
+                 (long long)s->N, hard_phi(s));
+    lua_pushstring(L, buf);
+}
+
+static void push_cells(lua_State *L, const hard_system *s)
+{
+    lua_createtable(L, 0, 4);
+    lua_createtable(L, s->dim, 0);
+    for (int a = 0; a < s->dim; a++) {
+        lua_pushinteger(L, s->grid.m[a]);
+        lua_rawseti(L, -2, a + 1);
+    }
+    lua_setfield(L, -2, "m");
+    lua_createtable(L, s->dim, 0);
+    for (int a = 0; a < s->dim; a++) {
+        lua_pushnumber(L, s->grid.width[a]);
+        lua_rawseti(L, -2, a + 1);
+    }
+    lua_setfield(L, -2, "width");
+    carlo_lua_setint(L, "nmax", s->grid.nmax);
+    carlo_lua_setint(L, "count", s->grid.ncells);
+}
+
+static int index_field(lua_State *L, carlo_sys *c, const char *k)
+{
+    hard_system *s = (hard_system *)c;
+    if (strcmp(k, "N") == 0)
+        lua_pushinteger(L, (lua_Integer)s->N);
+    else if (strcmp(k, "dim") == 0)
+        lua_pushinteger(L, s->dim);
+    else if (strcmp(k, "phi") == 0)
+        lua_pushnumber(L, hard_phi(s));
+    else if (strcmp(k, "rho") == 0)
+        lua_pushnumber(L, (double)s->N / carlo_box_volume(&s->box));
+    else if (strcmp(k, "volume") == 0)
+        lua_pushnumber(L, carlo_box_volume(&s->box));
+    else if (strcmp(k, "box") == 0)
+        push_box(L, &s->box);
+    else if (strcmp(k, "delta") == 0)
+        lua_pushnumber(L, (double)s->mv.delta);
+    else if (strcmp(k, "moves_per_cell") == 0)
+        lua_pushinteger(L, s->mv.moves);
+    else if (strcmp(k, "shuffle") == 0)
+        lua_pushboolean(L, s->mv.shuffle);
+    else if (strcmp(k, "dlnV") == 0)
+        lua_pushnumber(L, s->dlnV);
+    else if (strcmp(k, "npt") == 0)
+        lua_pushboolean(L, s->npt);
+    else if (strcmp(k, "pressure") == 0) /* an NVT system's; an NPT one's is its control */
+        lua_pushnil(L);
+    else if (strcmp(k, "cells") == 0)
+        push_cells(L, s);
+    else if (is_launch_field(k))
+        return luaL_error(L, "hard: '%s' is a launch choice now: sys:launch().%s (benchmarks only; "
+                             "it never changes the chain)", k, k);
+    else
+        return 0;
+    return 1;
+}
+
+/* sys.delta, moves_per_cell, shuffle, dlnV; sys.pressure = p makes an NVT system NPT (an NPT
+ * system's pressure is its control), sys.pressure = nil makes it NVT. */
+static int newindex_field(lua_State *L, carlo_sys *c, const char *k, int v)
+{
+    hard_system *s = (hard_system *)c;
+    int isnum;
+    double x = lua_tonumberx(L, v, &isnum);
+    if (strcmp(k, "delta") == 0) {
+        if (!isnum || !(x > 0) || x > 2)
+            return fail(L, "hard: delta must be a number in (0, 2] (got %s)", luaL_tolstring(L, v, NULL));
+        s->mv.delta = (float)x;
+    } else if (strcmp(k, "moves_per_cell") == 0) {
+        if (!lua_isinteger(L, v) || x < 1 || x > 4096)
+            return fail(L, "hard: moves_per_cell must be an integer from 1 to 4096 (got %s)",
+                        luaL_tolstring(L, v, NULL));
+        s->mv.moves = (int)x;
+    } else if (strcmp(k, "shuffle") == 0) {
+        if (!lua_isboolean(L, v))
+            return fail(L, "hard: shuffle must be true or false (got %s)", luaL_tolstring(L, v, NULL));
+        s->mv.shuffle = lua_toboolean(L, v);
+    } else if (strcmp(k, "dlnV") == 0) {
+        if (!isnum || !(x > 0) || x > 1)
+            return fail(L, "hard: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, v, NULL));
+        s->dlnV = x;
+    } else if (strcmp(k, "pressure") == 0 && (lua_isnil(L, v) || !s->npt)) {
+        if (!lua_isnil(L, v) && (!isnum || !(x > 0) || !isfinite(x)))
+            return fail(L, "hard: pressure must be a number > 0 (beta P sigma^%d), or nil for NVT "
+                           "(got %s)", s->dim, luaL_tolstring(L, v, NULL));
+        if (hard_set_pressure(s, lua_isnil(L, v) ? 0 : x))
+            return carlo_raise(L, "hard");
+    } else if (is_launch_field(k)) {
+        return luaL_error(L, "hard: '%s' is a launch choice now: sys:launch{ %s = ... } (benchmarks "
+                             "only; it never changes the chain)", k, k);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* { position = f64 N x d, box = { Lx, Ly, Lz, xy, xz, yz }, step =, N = } */
+static void snapshot(lua_State *L, carlo_sys *c, int replica)
+{
+    (void)replica;
+    hard_system *s = (hard_system *)c;
+    lua_createtable(L, 0, 4);
+    double *x = (double *)lua_newuserdatauv(L, carlo_mulsize((size_t)s->N, 3 * sizeof(double)), 0);
+    if (hard_positions(s, x))
+        carlo_raise(L, "hard:snapshot");
+    carlo_array *a = carlo_array_push(L, CARLO_F64, s->N, s->dim);
+    double *out = (double *)a->data;
+    for (int64_t k = 0; k < s->N; k++)
+        for (int d = 0; d < s->dim; d++)
+            out[k * s->dim + d] = x[3 * k + d];
+    lua_setfield(L, -3, "position");
+    lua_pop(L, 1);
+    push_box(L, &s->box);
+    lua_setfield(L, -2, "box");
+    carlo_lua_setint(L, "step", (long long)s->step);
+    carlo_lua_setint(L, "N", (long long)s->N);
+}
+
+static void run_args(lua_State *L, int args, carlo_sys *c, carlo_run_opts *o, const char *where)
+{
+    (void)L;
+    (void)args;
+    (void)where;
+    o->label = ((hard_system *)c)->dim == 2 ? "hard disks" : "hard spheres";
+}
+
+static const char *const observe_keys[] = {"pressure", "psi6", "rc", "gr", "sdf", NULL};
+
+/* Optional { dr =, width =, degree = } / { dx =, xmax =, degree = } tables. */
+static void parse_fit(lua_State *L, int idx, const char *where, const char *key, double *a,
+                      double *b, int *deg, const char *na, const char *nb)
+{
+    if (lua_getfield(L, idx, key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        return;
+    }
+    const char *keys[4] = {na, nb, "degree", NULL};
+    char w[64];
+    snprintf(w, sizeof w, "%s: %s", where, key);
+    carlo_args_allowed(L, -1, w, keys);
+    *a = carlo_arg_num(L, -1, w, na, 0, *a, 0, 0, 0.5, 1);
+    *b = carlo_arg_num(L, -1, w, nb, 0, *b, 0, 0, 0.5, 1);
+    *deg = (int)carlo_arg_int(L, -1, w, "degree", 0, *deg, 0, 10);
+    lua_pop(L, 1);
+}
+
+/* observe{ } and sample{ }: pressure = true, psi6 = false, rc = 1.4, gr = {...}, sdf = {...} */
+static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const char *where)
+{
+    hard_system *s = (hard_system *)c;
+    hard_observe_opt *o = (hard_observe_opt *)opt;
+    o->no_pressure = !carlo_arg_bool(L, args, where, "pressure", 1);
+    o->psi6 = carlo_arg_bool(L, args, where, "psi6", 0);
+    if (o->psi6 && s->dim != 2)
+        fail(L, "%s: psi6 is the hexatic order of disks (this system holds spheres)", where);
+    o->rc = carlo_arg_num(L, args, where, "rc", 0, 1.4, 0, 0, INFINITY, 0);
+    if (o->psi6 && o->rc > 0.5 * fmin(s->box.L[0], s->box.L[1]))
+        fail(L, "%s: rc must be below half the box, %g (got %g)", where,
+             0.5 * fmin(s->box.L[0], s->box.L[1]), o->rc);
+    hard_pressure_defaults(&o->pp);
+    o->fit = carlo_arg_has(L, args, "gr") || carlo_arg_has(L, args, "sdf");
+    parse_fit(L, args, where, "gr", &o->pp.gr_dr, &o->pp.gr_width, &o->pp.gr_degree, "dr", "width");
+    parse_fit(L, args, where, "sdf", &o->pp.sdf_dx, &o->pp.sdf_xmax, &o->pp.sdf_degree, "dx", "xmax");
+    hard_scan sc;
+    if (o->fit && hard_scan_from(&o->pp, &sc))
+        carlo_raise(L, where);
+}
+
+/* observe(): what the system is now besides its observables: counts since it was made, the
+ * box and the move sizes. */
+static void observe_extra(lua_State *L, carlo_sys *c, int replica, const double *values)
+{
+    (void)replica;
+    (void)values;
+    hard_system *s = (hard_system *)c;
+    carlo_counts n;
+    if (hard_counts_get(s, &n))
+        carlo_raise(L, "hard:observe");
+    carlo_lua_setint(L, "N", (long long)s->N);
+    if (!s->npt) /* an NPT system's volume is one of its observables */
+        carlo_lua_setnum(L, "volume", carlo_box_volume(&s->box));
+    push_box(L, &s->box);
+    lua_setfield(L, -2, "box");
+    carlo_lua_setnum(L, "delta", (double)s->mv.delta);
+    carlo_lua_setnum(L, "dlnV", s->dlnV);
+    carlo_lua_setint(L, "tried", (long long)n.tried);
+    carlo_lua_setint(L, "accepted", (long long)n.accepted);
+    carlo_lua_setint(L, "volume_tried", (long long)n.volume_tried);
+    carlo_lua_setint(L, "volume_accepted", (long long)n.volume_accepted);
+    if (n.tried)
+        carlo_lua_setnum(L, "acceptance", (double)n.accepted / (double)n.tried);
+    if (n.volume_tried)
+        carlo_lua_setnum(L, "volume_acceptance", (double)n.volume_accepted / (double)n.volume_tried);
+}
+
+/* Seconds kept in hand for the checkpoint of a walltime-limited run: the cells at a
+ * conservative 100 MB/s plus half a second. */
+static double reserve(const carlo_sys *c)
+{
+    return 0.5 + (double)((const hard_system *)c)->N * 48.0 / 1e8;
+}
+
+static const char *const aliases[] = {"d", "delta", "moves", "moves_per_cell", "P", "pressure",
+                                      "V", "volume", NULL};
+static const char *const settable[] = {"delta", "moves_per_cell", "shuffle", "dlnV", "pressure", NULL};
+
+static const luaL_Reg methods[] = {
+    {"sweep", l_sweep}, {"substep", l_substep}, {"subsweep", l_subsweep},
+    {"shift_cells", l_shift_cells}, {"volume_move", l_volume_move}, {"compress", l_compress},
+    {"tune", l_tune}, {"psi6", l_psi6}, {"overlaps", l_overlaps}, {"verify", l_verify},
+    {"launch", l_launch}, {NULL, NULL}};
+
+const carlo_lua_model hard_lua_model = {
+    .ops = &hard_ops_nvt,
+    .metatable = "carlo.hard",
+    .methods = methods,
+    .index = index_field,
+    .describe = describe,
+    .snapshot = snapshot,
+    .run_args = run_args,
+    .observe_keys = observe_keys,
+    .opt_size = sizeof(hard_observe_opt),
+    .observe_args = observe_args,
+    .observe_extra = observe_extra,
+    .reserve = reserve,
+    .aliases = aliases,
+    .newindex = newindex_field,
+    .settable = settable,
 };
 
 void hard_lua_open(lua_State *L)
 {
-    static const luaL_Reg meta[] = {
-        {"__index", l_index}, {"__newindex", l_newindex}, {"__gc", l_close}, {"__close", l_close},
-        {"__tostring", l_tostring}, {NULL, NULL}};
-    static const luaL_Reg methods[] = {
-        {"run", l_run}, {"sweep", l_sweep}, {"subsweep", l_subsweep}, {"shift_cells", l_shift_cells},
-        {"volume_move", l_volume_move}, {"compress", l_compress}, {"tune", l_tune},
-        {"observe", l_observe}, {"sample", l_sample}, {"psi6", l_psi6}, {"snapshot", l_snapshot},
-        {"overlaps", l_overlaps}, {"verify", l_verify}, {"save", l_save}, {"sync", l_sync},
-        {"close", l_close}, {NULL, NULL}};
-    if (luaL_newmetatable(L, HARD_MT)) {
-        luaL_setfuncs(L, meta, 0);
-        luaL_newlib(L, methods);
-        lua_setfield(L, -2, "methods");
-    }
-    lua_pop(L, 1);
-    carlo_model_register(L, &hard_model);
+    carlo_lua_model_register(L, &hard_lua_model);
     lua_pushcfunction(L, l_hard_disks);
     lua_setfield(L, -2, "hard_disks");
     lua_pushcfunction(L, l_hard_spheres);

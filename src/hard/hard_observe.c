@@ -31,7 +31,9 @@ int hard_scan_from(const hard_pressure_params *pp, hard_scan *sc)
 {
     if (!(pp->gr_dr > 0) || !(pp->gr_width > 0) || pp->gr_width > 0.5 || !(pp->sdf_dx > 0) ||
         !(pp->sdf_xmax > 0) || pp->sdf_xmax > 0.3)
-        return carlo_seterr("pressure bins need 0 < dr <= width <= 0.5 and 0 < dx <= xmax <= 0.3");
+        return carlo_seterr("pressure bins need 0 < dr <= width <= 0.5 and 0 < dx <= xmax <= 0.3 (got "
+                            "dr %g, width %g, dx %g, xmax %g)", pp->gr_dr, pp->gr_width, pp->sdf_dx,
+                            pp->sdf_xmax);
     sc->gr_dr = pp->gr_dr;
     sc->gr_bins = bins_of(pp->gr_width, pp->gr_dr);
     sc->gr_width = sc->gr_bins * pp->gr_dr;
@@ -43,7 +45,8 @@ int hard_scan_from(const hard_pressure_params *pp, hard_scan *sc)
         return carlo_seterr("pressure fits need more bins than the polynomial degree + 1, and at "
                             "most 100000 (got %d and %d bins)", sc->gr_bins, sc->sdf_bins);
     if (pp->gr_degree < 0 || pp->gr_degree > 10 || pp->sdf_degree < 0 || pp->sdf_degree > 10)
-        return carlo_seterr("pressure fits take a polynomial degree from 0 to 10");
+        return carlo_seterr("pressure fits take a polynomial degree from 0 to 10 (got %d and %d)",
+                            pp->gr_degree, pp->sdf_degree);
     return 0;
 }
 
@@ -183,9 +186,9 @@ int hard_pressure_now(hard_system *s, const hard_pressure_params *pp, double *P_
                                "pressure histograms");
     if (!h)
         return -1;
-    if (s->dead) {
+    if (carlo_sys_alive(&s->sys)) {
         free(h);
-        return carlo_seterr("this system died on an earlier device error");
+        return -1;
     }
     if (s->be->histograms(s, &sc, h, h + sc.gr_bins)) {
         s->dead = s->device == CARLO_GPU;
@@ -309,8 +312,8 @@ int hard_overlaps_positions(int dim, const carlo_box *b, int64_t N, const double
 /* Host copy of the cells (caller frees with carlo_cell_data_free). */
 static int download(hard_system *s, carlo_cell_data *h)
 {
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
+    if (carlo_sys_alive(&s->sys))
+        return -1;
     if (carlo_cell_data_alloc(&s->grid, h))
         return -1;
     if (s->be->download(s, h)) {
@@ -342,10 +345,19 @@ int hard_positions(hard_system *s, double *x)
             rc = carlo_seterr("a particle carries tag %u (N = %lld)", tag[k], (long long)s->N);
             break;
         }
+        /* cell position + origin, both in [0, L), wrapped by adding or subtracting L: exact
+         * (every term a multiple of the cells' quantum), so that a system made from a snapshot
+         * holds the very same positions */
         double *out = x + 3 * (int64_t)tag[k];
-        for (int a = 0; a < 3; a++)
-            out[a] = a < s->dim ? r[3 * k + a] + s->origin[a] - 0.5 * s->box.L[a] : 0.0;
-        carlo_box_wrap(&s->box, out);
+        for (int a = 0; a < 3; a++) {
+            const double L = s->box.L[a];
+            double v = a < s->dim ? r[3 * k + a] + s->origin[a] - 0.5 * L : 0.0;
+            while (a < s->dim && v >= 0.5 * L)
+                v -= L;
+            while (a < s->dim && v < -0.5 * L)
+                v += L;
+            out[a] = v;
+        }
     }
     free(r);
     free(tag);

@@ -1,7 +1,8 @@
 -- gpu/hard: the CUDA backend of hard disks and spheres against the CPU backend, bit for bit
 -- (same seed, same kernels from src/hard/hard_kernel.h, no FMA contraction), through random
 -- starts (compression), NVT and NPT sweeps and the pressure histograms; invariants after long
--- runs on large systems; the thread-block shape changes speed only.
+-- runs on large systems; the launch choice (sys:launch{}: block shape, team size, neighbour lists,
+-- the cell in registers or memory) changes speed only.
 local carlo = require "carlo"
 local check = require "check"
 if not check.gpu_or_skip("gpu/hard/bitwise") then return end
@@ -52,12 +53,12 @@ same("gpu/hard/bitwise-spheres-nvt", c, g)
 
 -- NPT: volume moves decided on the host from device overlap counts
 c, g = pair(carlo.hard_disks, { N = 4096, phi = 0.65, init = "hex", seed = 4 })
-for _, s in ipairs{ c, g } do s.P = 7.5; s.dlnV = 2 / s.N end
+for _, s in ipairs{ c, g } do s.pressure = 7.5; s.dlnV = 2 / s.N end
 c:run{ sweeps = 300 }
 g:run{ sweeps = 300 }
 same("gpu/hard/bitwise-disks-npt", c, g)
 c, g = pair(carlo.hard_spheres, { N = 2048, phi = 0.45, seed = 5 })
-for _, s in ipairs{ c, g } do s.P = 6.0; s.dlnV = 2 / s.N end
+for _, s in ipairs{ c, g } do s.pressure = 6.0; s.dlnV = 2 / s.N end
 c:run{ sweeps = 200 }
 g:run{ sweeps = 200 }
 same("gpu/hard/bitwise-spheres-npt", c, g)
@@ -70,7 +71,7 @@ check.ok("gpu/hard/pressure-bitwise", pc.series.P_gr == pg.series.P_gr and pc.se
 -- the block shape is a tuning knob, not physics
 local a = carlo.hard_disks{ N = 64 * 64, phi = 0.70, init = "hex", seed = 6, device = "gpu", quiet = true }
 local b = carlo.hard_disks{ N = 64 * 64, phi = 0.70, init = "hex", seed = 6, device = "gpu", quiet = true }
-b.block = { 128, 2 }
+b:launch{ block = { 128, 2 } }
 a:run{ sweeps = 100 }
 b:run{ sweeps = 100 }
 check.ok("gpu/hard/block-shape-invariant", a:snapshot().position == b:snapshot().position)
@@ -87,26 +88,26 @@ local disks = { N = 64 * 64, phi = 0.72, init = "hex", seed = 14 }
 -- neighbour lists on and off (options of the one-thread kernel, team = 1)
 for _, ga in ipairs{ true, false } do
   launch_chain("gpu/hard/bitwise-spheres-gather-" .. tostring(ga), carlo.hard_spheres, spheres, 100,
-    function(g) g.team = 1; g.gather = ga end)
+    function(g) g:launch{ team = 1, gather = ga } end)
   launch_chain("gpu/hard/bitwise-disks-gather-" .. tostring(ga), carlo.hard_disks, disks, 100,
-    function(g) g.gather = ga end)
+    function(g) g:launch{ gather = ga } end)
 end
 -- a team of lanes per active cell
 for _, t in ipairs{ 1, 2, 4, 8 } do
   launch_chain("gpu/hard/bitwise-spheres-team-" .. t, carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.58,
-    init = "fcc", seed = 17 }, 100, function(g) g.team = t end)
+    init = "fcc", seed = 17 }, 100, function(g) g:launch{ team = t } end)
   launch_chain("gpu/hard/bitwise-disks-team-" .. t, carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex",
-    seed = 18 }, 100, function(g) g.team = t end)
+    seed = 18 }, 100, function(g) g:launch{ team = t } end)
 end
 -- a block whose lists would not fit in shared memory scans instead, with the same result
 launch_chain("gpu/hard/bitwise-disks-large-block", carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex",
-  seed = 16 }, 50, function(g) g.block = { 1024, 1 } end)
+  seed = 16 }, 50, function(g) g:launch{ block = { 1024, 1 } } end)
 -- both forms of the cell update
 for _, v in ipairs{ "memory", "registers" } do
   launch_chain("gpu/hard/bitwise-spheres-" .. v, carlo.hard_spheres, { N = 4 * 12 * 12 * 12, phi = 0.52,
-    init = "fcc", seed = 11 }, 100, function(g) g.team = 1; g.variant = v end)
+    init = "fcc", seed = 11 }, 100, function(g) g:launch{ team = 1, variant = v } end)
   launch_chain("gpu/hard/bitwise-disks-" .. v, carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex",
-    seed = 12 }, 100, function(g) g.variant = v end)
+    seed = 12 }, 100, function(g) g:launch{ variant = v } end)
 end
 
 -- invariants after long runs at the paper's size and density

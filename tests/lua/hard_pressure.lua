@@ -23,9 +23,9 @@ check.ok("lua/hard/pressure-plateau", nvt.P_gr.plateau and nvt.P_sdf.plateau and
 check.within("lua/hard/pressure-gr-vs-sdf-disks", nvt.P_diff.mean, 0, nvt.P_diff.err, 3)
 
 local P = nvt.P.mean
-s.P = P
+s.pressure = P -- NVT -> NPT
 s.dlnV = 4 / s.N
-s:tune{ target = 0.3, volume_target = 0.3, rounds = 10, sweeps = 200 }
+s:tune{ target = 0.3, volume_target = 0.3, rounds = 10, sweeps = 200, quiet = true }
 s:run{ sweeps = 2000 }
 local npt = s:sample{ sweeps = 120000, every = 8, series = true, quiet = true }
 local V = {}
@@ -36,9 +36,14 @@ mv = mv / #V
 for i = 1, #V do vv = vv + (V[i] - mv) ^ 2 end
 vv = vv / (#V - 1)
 local carried = npt.phi.mean * vv / mv * nvt.P.err
+-- the shared sample's compressibility, (<V^2> - <V>^2) / <V> of the volume series, is the same
+-- number (up to the n / (n - 1) of the variance above and the rounding of V through phi)
+local n = #V
+check.within("lua/hard/npt-compressibility", npt.compressibility.mean, vv / mv * (n - 1) / n,
+  1e-9 * vv / mv, 1)
 print(("# NPT disks at P = %.4f: phi %.5f +- %.5f (tau %.0f sweeps), carried NVT error %.5f, "
   .. "P_sdf %.4f +- %.4f, acceptance %.2f / %.2f"):format(P, npt.phi.mean, npt.phi.err, npt.phi.tau,
-  carried, npt.P_sdf.mean, npt.P_sdf.err, npt.acceptance.translation, npt.acceptance.volume))
+  carried, npt.P_sdf.mean, npt.P_sdf.err, npt.acceptance, npt.volume_acceptance))
 check.ok("lua/hard/npt-plateau", npt.phi.plateau and npt.P_sdf.plateau,
   ("plateau: phi %s, P_sdf %s"):format(tostring(npt.phi.plateau), tostring(npt.P_sdf.plateau)))
 check.within("lua/hard/npt-density-disks", npt.phi.mean, 0.60, math.sqrt(npt.phi.err ^ 2 + carried ^ 2), 3)

@@ -1,6 +1,7 @@
 /* unit/hard/checkpoint — a run of 2n sweeps and a run of n sweeps, checkpointed, restored and
- * run n more, end in bit-identical states (NVT and NPT, disks and spheres); a checkpoint whose
- * cells were tampered with is refused. */
+ * run n more, end in bit-identical states (NVT and NPT, disks and spheres), all through the
+ * system layer's operations table (carlo_run, ops->checkpoint, the registered model's restore);
+ * a checkpoint whose cells were tampered with is refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "check.h"
 #include "core/error.h"
+#include "core/sys.h"
 #include "hard/hard.h"
 #include "traj/checkpoint.h"
 
@@ -16,27 +18,23 @@ static hard_system *make(int dim, int64_t N, double phi, int npt)
     double side = pow((double)N * hard_particle_volume(dim) / phi, 1.0 / dim);
     double L[3] = {side, side, side};
     hard_params p = {.dim = dim, .N = N, .box = carlo_box_make(dim, L), .device = CARLO_CPU,
-                     .seed = 31, .init = HARD_INIT_RANDOM, .d = 0.16, .moves = 4, .shuffle = 1,
-                     .quiet = 1};
-    hard_system *s = hard_create(&p);
-    if (s && npt) {
-        s->npt = 1;
-        s->P = dim == 2 ? 6.0 : 4.0;
-        s->dlnV = 2.0 / (double)N;
-    }
-    return s;
+                     .seed = 31, .init = HARD_INIT_RANDOM, .delta = 0.16, .moves_per_cell = 4,
+                     .shuffle = 1, .quiet = 1, .pressure = npt ? (dim == 2 ? 6.0 : 4.0) : 0,
+                     .dlnV = npt ? 2.0 / (double)N : 0};
+    return hard_create(&p);
 }
 
 static int same_state(hard_system *a, hard_system *b)
 {
     if (a->N != b->N || a->step != b->step || a->sweeps != b->sweeps || a->substeps != b->substeps ||
+        a->npt != b->npt || a->pressure != b->pressure || a->dlnV != b->dlnV || a->sys.ops != b->sys.ops ||
         a->vsteps != b->vsteps || memcmp(a->box.L, b->box.L, sizeof a->box.L) ||
         memcmp(a->origin, b->origin, sizeof a->origin))
         return 0;
     double *xa = malloc(sizeof(double) * 3 * (size_t)a->N), *xb = malloc(sizeof(double) * 3 * (size_t)a->N);
     int same = hard_positions(a, xa) == 0 && hard_positions(b, xb) == 0 &&
                memcmp(xa, xb, sizeof(double) * 3 * (size_t)a->N) == 0;
-    hard_counts ca, cb;
+    carlo_counts ca, cb;
     hard_counts_get(a, &ca);
     hard_counts_get(b, &cb);
     free(xa);
@@ -55,21 +53,28 @@ static void one(const char *name, int dim, int64_t N, double phi, int npt)
         CHECK(full, 0, "%s", carlo_errmsg());
         return;
     }
-    hard_run(a, 400);
-    hard_run(b, 200);
+    char ops_name[96];
+    snprintf(ops_name, sizeof ops_name, "unit/hard/ops-%s", name);
+    CHECK(ops_name, a->sys.ops == (npt ? &hard_ops_npt : &hard_ops_nvt) && a->sys.ops->ncontrols == npt,
+          "an %s system must have %s", npt ? "NPT" : "NVT", npt ? "the pressure control" : "no control");
+    carlo_advance(&a->sys, 400);
+    carlo_advance(&b->sys, 200);
     carlo_frame f, g;
     carlo_frame_init(&f);
-    int rc = hard_checkpoint(b, &f) || traj_checkpoint_save(path, &f);
+    int rc = b->sys.ops->checkpoint(&b->sys, &f) || traj_checkpoint_save(path, &f);
     carlo_frame_free(&f);
     hard_system *c = NULL;
-    if (rc == 0 && traj_checkpoint_load(path, &g) == 0) {
-        c = hard_restore(&g, CARLO_CPU);
+    carlo_ops_register(&hard_ops_nvt);
+    const carlo_ops *model = carlo_ops_find("hard");
+    if (rc == 0 && model && traj_checkpoint_load(path, &g) == 0) {
+        carlo_sys *r = model->restore(&g, CARLO_CPU);
+        c = r ? (hard_system *)r : NULL;
         carlo_frame_free(&g);
     }
     if (!c) {
         CHECK(full, 0, "%s", carlo_errmsg());
     } else {
-        hard_run(c, 200);
+        carlo_advance(&c->sys, 200);
         CHECK(full, same_state(a, c), "the restored run differs from the straight one");
     }
     hard_destroy(a);

@@ -62,7 +62,7 @@ static void run_case(const char *name, int dim, int64_t N, double phi, uint64_t 
     double side = pow((double)N * hard_particle_volume(dim) / phi, 1.0 / dim);
     double L[3] = {side, side, side};
     hard_params p = {.dim = dim, .N = N, .box = carlo_box_make(dim, L), .device = CARLO_CPU,
-                     .seed = 2024, .init = HARD_INIT_RANDOM, .d = 0.16, .moves = 4,
+                     .seed = 2024, .init = HARD_INIT_RANDOM, .delta = 0.16, .moves_per_cell = 4,
                      .shuffle = 1, .quiet = 1};
     hard_system *s = hard_create(&p);
     if (!s) {
@@ -82,12 +82,12 @@ static void run_case(const char *name, int dim, int64_t N, double phi, uint64_t 
     series a = {malloc(sizeof(double) * samples), malloc(sizeof(double) * samples), samples};
     series b = {malloc(sizeof(double) * samples), malloc(sizeof(double) * samples), samples};
     uint64_t *h = calloc((size_t)(sc.gr_bins + sc.sdf_bins), sizeof(uint64_t));
-    hard_run(s, equil);
+    carlo_advance(&s->sys, equil);
     for (uint64_t t = 0; t < equil; t++)
         ref_sweep(&r);
     int ok = 1;
     for (size_t j = 0; j < samples && ok; j++) {
-        ok = hard_run(s, every) == 0 && hard_pressure_now(s, &pp, &a.gr[j], &a.sdf[j]) == 0;
+        ok = carlo_advance(&s->sys, every) == 0 && hard_pressure_now(s, &pp, &a.gr[j], &a.sdf[j]) == 0;
         for (uint64_t t = 0; t < every; t++)
             ref_sweep(&r);
         for (int k = 0; k < sc.gr_bins + sc.sdf_bins; k++)
@@ -99,7 +99,7 @@ static void run_case(const char *name, int dim, int64_t N, double phi, uint64_t 
     char full[96];
     snprintf(full, sizeof full, "%s/hard/reference-%s-invariants", prefix, name);
     CHECK(full, ok && hard_verify(s) == 0, "%s", carlo_errmsg());
-    hard_counts c;
+    carlo_counts c;
     hard_counts_get(s, &c);
     printf("# %s: acceptance checkerboard %.3f, serial %.3f\n", name,
            (double)c.accepted / (double)c.tried, (double)r.accepted / (double)r.tried);
@@ -267,6 +267,42 @@ static void check_list_overflow(int dim)
     free(r);
 }
 
+/* The NPT acceptance (hard_volume_accept, the one formula every backend's volume move uses):
+ * the kernel's acceptance probability, the largest u it accepts (by bisection), for a move and
+ * its reverse, must stand in the ratio of the target densities exp(-beta P V) V^N times the
+ * Jacobian V of log-volume sampling, and a move to a likelier volume is always accepted. */
+static double accept_probability(double P, int64_t N, double V, double Vn)
+{
+    double lo = 0, hi = 1;
+    if (hard_volume_accept(P, N, V, Vn, 1.0 - 1e-16))
+        return 1.0;
+    for (int k = 0; k < 80; k++) {
+        double mid = 0.5 * (lo + hi);
+        if (hard_volume_accept(P, N, V, Vn, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void check_volume_accept(void)
+{
+    const double P = 0.6, V = 100.0; /* exp(arg) within e^-3 .. e^3: no vanishing probability */
+    const int64_t N = 64;
+    double worst = 0;
+    int always = 1;
+    for (int k = 1; k <= 200; k++) {
+        double Vn = V * (1.0 + 0.001 * (k - 100));
+        double a = accept_probability(P, N, V, Vn), back = accept_probability(P, N, Vn, V);
+        double want = exp(-P * (Vn - V)) * pow(Vn / V, (double)(N + 1));
+        worst = fmax(worst, fabs(a / back / want - 1.0));
+        always &= (want >= 1) == (a == 1.0) || fabs(want - 1) < 1e-12;
+    }
+    CHECK("unit/hard/volume-acceptance", worst < 1e-9 && always,
+          "the balance ratio is off by %g, or a likelier volume was refused", worst);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "validate") == 0) {
@@ -277,6 +313,7 @@ int main(int argc, char **argv)
     }
     check_displacements();
     check_ball();
+    check_volume_accept();
     check_list_overflow(2);
     check_list_overflow(3);
     run_case("disks-0.60", 2, 256, 0.60, 2000, 4000, 5, 0);
