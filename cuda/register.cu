@@ -4,12 +4,14 @@ extern "C" {
 #include "core/device.h"
 #include "hard/hard.h"
 #include "kmc/kmc.h"
-#include "lj/lj.h"
+#include "lj/lj_cb.h"
+#include "lj/lj_dec.h"
 #include "potts/potts.h"
 extern const carlo_gpu_driver carlo_cuda_driver;
 extern const potts_backend potts_cuda_backend;
 extern const hard_backend hard_cuda_backend;
-extern const lj_backend lj_cuda_backend;
+extern const lj_dec_backend lj_dec_cuda_backend;
+extern const lj_cb_backend lj_cb_cuda_backend;
 extern const kmc_backend kmc_cuda_backend;
 }
 
@@ -18,6 +20,7 @@ extern "C" void carlo_register_gpu_backends(void)
     carlo_gpu_driver_set(&carlo_cuda_driver);
     potts_gpu_backend = &potts_cuda_backend;
     hard_gpu_backend = &hard_cuda_backend;
-    lj_gpu_backend = &lj_cuda_backend;
+    lj_dec_gpu_backend = &lj_dec_cuda_backend;
+    lj_cb_gpu_backend = &lj_cb_cuda_backend;
     kmc_gpu_backend = &kmc_cuda_backend;
 }

@@ -6,18 +6,20 @@
 -- sweeps (blocking errors). The reference values are tests/data/lj_nist_mc.tsv.
 --   carlo workflows/lj_nist.lua [equilibrate=5000] [measure=200000] [every=5] [N=500]
 --                               [rho=all|0.776,0.9,...] [mode=decomposition] [device=auto]
---                               [out=lj_nist.tsv] [seed=1]
+--                               [sum_order=auto|near|cell] [out=lj_nist.tsv] [seed=1]
+-- (sum_order: the checkerboard's order of a move's sum; auto: by the system's size)
 -- dofile'd with a global `lj_nist_opts` table instead of arguments, it returns its rows.
 local carlo = require "carlo"
 
 local opt = { equilibrate = 5000, measure = 200000, every = 5, N = 500, rho = "all",
-              mode = "decomposition", device = "auto", out = "lj_nist.tsv", seed = 1 }
+              mode = "decomposition", device = "auto", sum_order = "auto", out = "lj_nist.tsv",
+              seed = 1 }
 for k, v in pairs(rawget(_G, "lj_nist_opts") or {}) do opt[k] = v end
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.*)$")
   if not k or opt[k] == nil then
     error(("lj_nist: unknown argument '%s' (key=value with key one of equilibrate, measure, every, "
-      .. "N, rho, mode, device, out, seed)"):format(a), 0)
+      .. "N, rho, mode, device, sum_order, out, seed)"):format(a), 0)
   end
   opt[k] = type(opt[k]) == "number" and assert(tonumber(v), "lj_nist: " .. k .. " must be a number") or v
 end
@@ -49,8 +51,10 @@ for i, ref in ipairs(nist) do
   if opt.rho == "all" or want[ref.rho] then
     local t0 = carlo.clock()
     local s = carlo.lj{ N = opt.N, rho = ref.rho, T = 0.85, rc = 3.0, tail = true, init = "random",
-                        seed = opt.seed * 1000 + i, device = opt.device, mode = opt.mode }
-    s:tune{ sweeps = math.max(1, opt.equilibrate // 10), target = 0.5 }
+                        seed = opt.seed * 1000 + i, device = opt.device, mode = opt.mode,
+                        sum_order = opt.mode == "checkerboard" and opt.sum_order ~= "auto" and
+                                    opt.sum_order or nil }
+    local tuned = s:tune{ sweeps = math.max(1, opt.equilibrate // 10), target = 0.5 }
     s:run{ sweeps = opt.equilibrate }
     local r = s:sample{ sweeps = opt.measure - opt.measure % opt.every, every = opt.every }
     local cU = math.sqrt(r.U.err ^ 2 + ref.U_sd ^ 2)
@@ -58,7 +62,8 @@ for i, ref in ipairs(nist) do
     local row = { rho = ref.rho, U = r.U, U_nist = ref.U, U_sd = ref.U_sd, U_dev = (r.U.mean - ref.U) / cU,
                   P = r.P, P_nist = ref.P, P_sd = ref.P_sd, P_dev = (r.P.mean - ref.P) / cP,
                   acceptance = r.acceptance, delta = s.delta, tau_U = r.U.tau, sweeps = s.step,
-                  seconds = carlo.clock() - t0, device = s.device, drift = s.drift_max }
+                  seconds = carlo.clock() - t0, device = s.device, drift = s.drift_max,
+                  tuned = tuned.reached }
     -- without a blocking plateau the error is a lower bound: the test is then only stricter
     row.ok = math.abs(row.U_dev) <= 3 and math.abs(row.P_dev) <= 3
     row.plateau = r.U.plateau and r.P.plateau

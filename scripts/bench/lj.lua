@@ -1,13 +1,14 @@
 -- scripts/bench/lj.lua — Lennard-Jones trial moves per second, GPU and one CPU thread in the
 -- same run.
 --   1. Decomposition mode at the sizes of Hailat et al. (2013) Table 6 (V = 2N, so rho = 0.5;
---      T = 1.5, rc = 2.5, fcc start): every GPU kernel variant and both energy sums, so that
---      the fastest can be chosen from one run.
+--      T = 1.5, rc = 2.5, fcc start): every GPU kernel variant (sys:launch{ kernel = }) and
+--      both energy sums, so that the fastest can be chosen from one run.
 --   2. Checkerboard mode at rho = 0.8, T = 1, rc = 2.5 (fcc start, delta tuned to 40 %
---      acceptance on the CPU copy first), N = 2^12 ... 2^20, every lane count.
+--      acceptance on the CPU copy first), N = 2^12 ... 2^20, both sum orders (near: 32 lanes,
+--      one warp per cell; cell: 128 lanes, one block per cell).
 --   build/carlo scripts/bench.lua lj            both tables
 --   build/carlo scripts/bench.lua lj quick      fewer sizes
---   3. (only when asked) checkerboard at N = 2^20, 32 lanes, passes = 1, 2, 4 (trial moves
+--   3. (only when asked) checkerboard at N = 2^20, sum order near, passes = 1, 2, 4 (trial moves
 --      per particle and sub-sweep): the share of a sub-sweep's cost that does not grow with its moves.
 --   build/carlo scripts/bench.lua lj checkerboard | decomposition    one table
 --   build/carlo scripts/bench.lua lj passes                          the third
@@ -25,7 +26,7 @@ print(("GPU: %s; CPU: 1 thread; %s"):format(has_gpu and gpus[1].name or "none", 
 local function rate(sys, seconds)
   local cb = sys.mode == "checkerboard"
   local function go(n)
-    if cb then sys:run{ sweeps = n, check_every = 0 } else sys:run{ moves = n } end
+    if cb then sys:run{ sweeps = n, check_every = 0 } else sys:trial(n) end
   end
   local n = cb and 1 or 64
   while true do -- warm-up and calibration
@@ -87,7 +88,7 @@ for _, N in ipairs(sizes) do
       local g
       if has_gpu then
         local s = system(N, "gpu", sum)
-        s.kernel = kernel
+        s:launch{ kernel = kernel }
         g = rate(s, 0.5)
         s:close()
         collectgarbage()
@@ -117,20 +118,20 @@ end
 
 if only == nil or only == "checkerboard" then
 print("\n== checkerboard mode (rho = 0.8, T = 1, rc = 2.5): trial moves per second ==")
-print(("%-8s %-6s %-7s %12s %12s %8s %10s"):format("N", "lanes", "cells", "GPU", "CPU 1 thr", "GPU/CPU",
+print(("%-8s %-6s %-7s %12s %12s %8s %10s"):format("N", "order", "cells", "GPU", "CPU 1 thr", "GPU/CPU",
   "acceptance"))
 local csizes = quick and { 4096, 32768, 1 << 20 } or { 4096, 8192, 16384, 32768, 65536, 131072, 262144,
   524288, 1 << 20 }
 local best_cb
 for _, N in ipairs(csizes) do
-  local function make(device, lanes)
+  local function make(device, order)
     return carlo.lj{ N = N, rho = 0.8, T = 1.0, rc = 2.5, seed = 1, mode = "checkerboard",
-                     device = device, lanes = lanes }
+                     device = device, sum_order = order }
   end
   -- tune the move size once on the CPU; every system then uses it
   local tuner = make("cpu")
   tuner:tune{ sweeps = N >= 262144 and 2 or 10, target = 0.4 }
-  local delta, auto = tuner.delta, tuner.lanes
+  local delta, auto = tuner.delta, tuner.sum_order
   local cells = ("%d^3"):format(tuner.cells[1])
   tuner:close()
   carlo.threads(1)
@@ -140,31 +141,31 @@ for _, N in ipairs(csizes) do
   local acc = cs.acceptance
   cs:close()
   carlo.threads(carlo.devices().cpu.threads)
-  for _, lanes in ipairs{ 32, 64, 128 } do
+  for _, order in ipairs{ "near", "cell" } do
     local g
     if has_gpu then
-      local s = make("gpu", lanes)
+      local s = make("gpu", order)
       s.delta = delta
       g = rate(s, 0.5)
       s:close()
       collectgarbage()
-      if N == 1 << 20 and (not best_cb or g > best_cb.rate) then best_cb = { rate = g, lanes = lanes } end
+      if N == 1 << 20 and (not best_cb or g > best_cb.rate) then best_cb = { rate = g, order = order } end
     end
-    print(("%-8d %-6s %-7s %12s %12s %8s %10.3f"):format(N, lanes .. (lanes == auto and "*" or ""),
-      lanes == 32 and cells or "", fmt(g), lanes == 32 and fmt(cpu) or "",
+    print(("%-8d %-6s %-7s %12s %12s %8s %10.3f"):format(N, order .. (order == auto and "*" or ""),
+      order == "near" and cells or "", fmt(g), order == "near" and fmt(cpu) or "",
       g and fmt(g / cpu) or "", acc))
     if not has_gpu then break end
   end
 end
-print("(* = the lane count carlo chooses by itself; the CPU runs that one, one thread)")
+print("(* = the sum order carlo chooses by itself (by the size only); the CPU runs that one, one thread)")
 if best_cb then
-  print(("target at N = 2^20: >= 1e9 moves/s on an H100; measured %.3g with %d lanes (%s)")
-    :format(best_cb.rate, best_cb.lanes, best_cb.rate >= 1e9 and "met" or "NOT met"))
+  print(("target at N = 2^20: >= 1e9 moves/s on an H100; measured %.3g with sum order %s (%s)")
+    :format(best_cb.rate, best_cb.order, best_cb.rate >= 1e9 and "met" or "NOT met"))
 end
 end
 
 if only == "passes" and has_gpu then
-  print("\n== checkerboard, N = 2^20, 32 lanes (rho = 0.8, T = 1, rc = 2.5): passes ==")
+  print("\n== checkerboard, N = 2^20, sum order near (rho = 0.8, T = 1, rc = 2.5): passes ==")
   print(("%-7s %12s %10s"):format("passes", "GPU", "acceptance"))
   local N = 1 << 20
   local tuner = carlo.lj{ N = N, rho = 0.8, T = 1.0, rc = 2.5, seed = 1, mode = "checkerboard", device = "gpu" }
@@ -173,7 +174,7 @@ if only == "passes" and has_gpu then
   tuner:close()
   for _, passes in ipairs{ 1, 2, 4 } do
     local s = carlo.lj{ N = N, rho = 0.8, T = 1.0, rc = 2.5, seed = 1, mode = "checkerboard", device = "gpu",
-                        lanes = 32, passes = passes }
+                        sum_order = "near", passes = passes }
     s.delta = delta
     print(("%-7d %12s %10.3f"):format(passes, fmt(rate(s, 0.5)), s.acceptance))
     s:close()

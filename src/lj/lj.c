@@ -1,6 +1,6 @@
-/* lj.c — the Lennard-Jones system: parameters, initial configurations, tail corrections,
- * from-scratch energies, runs, move-size tuning, observables, Widom insertions, g(r) counts,
- * frames and checkpoints. The trial moves themselves are the backends' (lj_cpu.c, cuda/lj.cu). */
+/* lj.c — what both Lennard-Jones algorithms share: parameters, initial configurations, tail
+ * corrections, from-scratch energies, g(r) counts and the common chunks of a checkpoint. It
+ * calls nothing above it (lj_sys.c, the algorithms): they call it. */
 #include "lj/lj.h"
 
 #include <math.h>
@@ -8,18 +8,10 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/progress.h"
-
-const lj_backend *lj_gpu_backend;
 
 static const double PI = 3.14159265358979323846;
 
 const char *lj_mode_name(lj_mode m) { return m == LJ_CHECKERBOARD ? "checkerboard" : "decomposition"; }
-const char *lj_sum_name(lj_sum s) { return s == LJ_SUM_CELLS ? "cells" : "all"; }
-const char *lj_kernel_name(lj_kernel_variant k)
-{
-    return k == LJ_KERNEL_LAUNCH ? "launch" : k == LJ_KERNEL_GRAPH ? "graph" : "persistent";
-}
 
 double lj_volume(const lj_system *s)
 {
@@ -265,81 +257,6 @@ int lj_rdf_count(const lj_system *s, const double *pos, double rmax, int bins, u
     return 0;
 }
 
-/* ---------- cell lists in canonical form ---------- */
-
-int lj_cell_lists_alloc(const lj_system *s, lj_cell_lists *c)
-{
-    c->order = carlo_malloc(sizeof *c->order * s->N, "cell lists");
-    c->count = c->order ? carlo_calloc((size_t)s->ncell, sizeof *c->count, "cell lists") : NULL;
-    if (!c->count) {
-        free(c->order);
-        c->order = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-void lj_cell_lists_free(lj_cell_lists *c)
-{
-    free(c->order);
-    free(c->count);
-    c->order = c->count = NULL;
-}
-
-/* Fresh lists: every particle appended to its cell in index order. */
-int lj_cells_canonical(const lj_system *s, const double *pos, lj_cell_lists *out)
-{
-    int32_t *cell = carlo_malloc(sizeof *cell * s->N, "cell lists");
-    int32_t *start = cell ? carlo_calloc((size_t)s->ncell + 1, sizeof *start, "cell lists") : NULL;
-    if (!start) {
-        free(cell);
-        return -1;
-    }
-    memset(out->count, 0, sizeof *out->count * (size_t)s->ncell);
-    for (uint32_t i = 0; i < s->N; i++) {
-        cell[i] = lj_cell_of(&s->g, pos[3 * i], pos[3 * i + 1], pos[3 * i + 2]);
-        out->count[cell[i]]++;
-    }
-    for (int c = 0; c < s->ncell; c++)
-        start[c + 1] = start[c] + out->count[c];
-    for (uint32_t i = 0; i < s->N; i++)
-        out->order[start[cell[i]]++] = (int32_t)i;
-    free(start);
-    free(cell);
-    return 0;
-}
-
-/* Lists from a checkpoint are untrusted: a permutation, and every particle in its own cell. */
-static int check_cell_lists(const lj_system *s, const double *pos, const lj_cell_lists *c)
-{
-    uint8_t *seen = carlo_calloc(s->N, 1, "a permutation check");
-    if (!seen)
-        return -1;
-    int64_t k = 0;
-    int rc = 0;
-    for (int cell = 0; cell < s->ncell && rc == 0; cell++) {
-        if (c->count[cell] < 0 || k + c->count[cell] > (int64_t)s->N) {
-            rc = carlo_seterr("cell %d has a bad count %d", cell, c->count[cell]);
-            break;
-        }
-        for (int32_t m = 0; m < c->count[cell]; m++, k++) {
-            int32_t i = c->order[k];
-            if (i < 0 || (uint32_t)i >= s->N || seen[i]) {
-                rc = carlo_seterr("the cell lists are not a permutation of the particles");
-                break;
-            }
-            seen[i] = 1;
-            if (lj_cell_of(&s->g, pos[3 * i], pos[3 * i + 1], pos[3 * i + 2]) != cell) {
-                rc = carlo_seterr("particle %d is listed in cell %d but lies elsewhere", i + 1, cell);
-                break;
-            }
-        }
-    }
-    if (rc == 0 && k != (int64_t)s->N)
-        rc = carlo_seterr("the cell lists hold %lld of %u particles", (long long)k, s->N);
-    free(seen);
-    return rc;
-}
 
 /* ---------- initial configurations ---------- */
 
@@ -450,9 +367,10 @@ static int init_random(const lj_system *s, double *pos)
     return 0;
 }
 
+
 /* ---------- creation ---------- */
 
-static int check_params(const lj_params *p)
+int lj_check_params(const lj_params *p)
 {
     if (p->N < 2 || p->N > LJ_N_MAX)
         return carlo_seterr("N must be an integer from 2 to %d (got %u)", LJ_N_MAX, p->N);
@@ -480,7 +398,7 @@ static int check_params(const lj_params *p)
     return 0;
 }
 
-static double min_box(const lj_system *s)
+double lj_min_box(const lj_system *s)
 {
     double m = s->g.L[0];
     for (int a = 1; a < s->dim; a++)
@@ -488,39 +406,24 @@ static double min_box(const lj_system *s)
     return m;
 }
 
-/* A quarter of the box (decomposition), half the narrowest cell (checkerboard: longer moves
- * nearly all leave the cell). */
-double lj_delta_max(const lj_system *s)
+/* The parameters, and the geometry without cells: box, cutoff, shift. */
+void lj_setup(lj_system *s, const lj_params *p, const lj_algo *algo)
 {
-    if (s->mode == LJ_CHECKERBOARD) {
-        double w = s->cb.geom.w[0];
-        for (int a = 1; a < s->dim; a++)
-            w = fmin(w, s->cb.geom.w[a]);
-        return 0.5 * w;
-    }
-    return 0.25 * min_box(s);
-}
-
-int lj_set_temperature(lj_system *s, double T)
-{
-    if (!(T > 0) || !isfinite(T) || !isfinite(1.0 / T))
-        return carlo_seterr("T must be a number > 0 (got %g)", T);
-    s->T = T;
-    s->beta = 1.0 / T;
-    return 0;
-}
-
-int lj_set_delta(lj_system *s, double delta)
-{
-    if (!(delta > 0) || !(delta <= lj_delta_max(s)))
-        return carlo_seterr("delta must be a number in (0, %.17g] (got %g)", lj_delta_max(s), delta);
-    s->delta = delta;
-    return 0;
-}
-
-/* Geometry, cutoff, shift and the decomposition sum's cell grid. */
-static int setup_geometry(lj_system *s, const lj_params *p)
-{
+    s->replicas = 1;
+    s->seed = p->seed;
+    s->step = p->step;
+    s->device = p->device;
+    s->N = p->N;
+    s->dim = p->dim;
+    s->rc = p->rc;
+    s->T = p->T;
+    s->beta = 1.0 / p->T;
+    s->shift = p->shift;
+    s->tail = p->tail;
+    s->quiet = p->quiet;
+    s->mode = p->mode;
+    s->algo = algo;
+    s->delta = p->delta;
     lj_geom *g = &s->g;
     memset(g, 0, sizeof *g);
     g->dim = p->dim;
@@ -535,508 +438,53 @@ static int setup_geometry(lj_system *s, const lj_params *p)
         double ir2 = 1.0 / g->rc2, ir6 = ir2 * ir2 * ir2;
         g->ushift = 4.0 * ir6 * (ir6 - 1.0);
     }
-    int n[3] = {1, 1, 1};
-    int fits3 = 1, fits4 = 1;
-    for (int a = 0; a < p->dim; a++) {
-        double k = floor(g->L[a] / (p->rc * (1.0 + 1e-10)));
-        n[a] = k > 1024 ? 1024 : (int)k;
-        fits3 &= n[a] >= 3;
-        fits4 &= n[a] >= 4;
-    }
-    int sum = p->sum;
-    if (p->mode == LJ_CHECKERBOARD)
-        sum = LJ_SUM_ALL; /* the checkerboard has its own grid (lj_cb.c) */
-    else if (sum < 0)
-        sum = fits4 ? LJ_SUM_CELLS : LJ_SUM_ALL;
-    if (sum == LJ_SUM_CELLS && !fits3)
-        return carlo_seterr("energy_sum = \"cells\" needs at least 3 cells at least rc wide per "
-                            "axis: the box is too small for rc = %g", p->rc);
-    s->sum = (lj_sum)sum;
-    s->ncell = 0;
-    if (s->sum == LJ_SUM_CELLS) {
-        int64_t nc = 1;
-        for (int a = 0; a < p->dim; a++) {
-            g->n[a] = n[a];
-            g->w[a] = g->L[a] / n[a];
-            nc *= n[a];
-        }
-        if (nc > (1 << 28))
-            return carlo_seterr("too many cells (%lld)", (long long)nc);
-        s->ncell = (int)nc;
-    }
-    return 0;
 }
 
+/* Given positions in the snapshots' convention, [-L/2, L/2) (any periodic image will do),
+ * into [0, L). A snapshot's own positions come back as they were: x - L/2 + L/2 is exact for
+ * every x in [L/4, L), and every other x - L/2 computed for a snapshot comes back to itself. */
 static void to_box(const lj_system *s, const double *in, double *out)
 {
     for (uint32_t i = 0; i < s->N; i++)
         for (int a = 0; a < 3; a++) {
-            double x = a < s->dim ? in[3 * i + a] : 0.0;
+            double x = 0.0;
             if (a < s->dim) {
-                x = fmod(x, s->g.L[a]);
+                x = fmod(in[3 * i + a] + s->g.half[a], s->g.L[a]);
                 x = lj_wrap(x, s->g.L[a]);
             }
             out[3 * i + a] = x;
         }
 }
 
-/* Hand positions (and cell lists, given or fresh) to the backend; U and W from scratch. */
-static int install(lj_system *s, const double *pos, const lj_cell_lists *given)
+int lj_initial_positions(const lj_system *s, const lj_params *p, double *pos)
 {
-    if (lj_energy_fresh(s, pos, &s->U, &s->W))
-        return -1;
-    lj_cell_lists cells = {0};
-    const lj_cell_lists *use = NULL;
-    if (s->sum == LJ_SUM_CELLS) {
-        if (given) {
-            if (check_cell_lists(s, pos, given))
-                return -1;
-            use = given;
-        } else {
-            if (lj_cell_lists_alloc(s, &cells) || lj_cells_canonical(s, pos, &cells)) {
-                lj_cell_lists_free(&cells);
-                return -1;
-            }
-            use = &cells;
-        }
-    }
-    int rc = s->be->upload(s, pos, use);
-    lj_cell_lists_free(&cells);
-    return rc;
+    if (p->init == LJ_INIT_FCC)
+        init_fcc(s, pos);
+    else if (p->init == LJ_INIT_RANDOM)
+        return init_random(s, pos);
+    else
+        to_box(s, p->positions, pos);
+    return 0;
 }
 
-static lj_system *create_bare(const lj_params *p)
+int lj_fail(lj_system *s)
 {
-    if (check_params(p))
-        return NULL;
-    const lj_backend *be = &lj_cpu_backend;
-    if (p->device == CARLO_GPU) {
-        if (!lj_gpu_backend) {
-            carlo_seterr("this carlo was built without CUDA");
-            return NULL;
-        }
-        be = lj_gpu_backend;
-    }
-    lj_system *s = carlo_calloc(1, sizeof *s, "a Lennard-Jones system");
-    if (!s)
-        return NULL;
-    s->N = p->N;
-    s->dim = p->dim;
-    s->rc = p->rc;
-    s->T = p->T;
-    s->beta = 1.0 / p->T;
-    s->shift = p->shift;
-    s->tail = p->tail;
-    s->mode = p->mode;
-    s->device = p->device;
-    s->kernel = LJ_KERNEL_PERSISTENT;
-    s->seed = p->seed;
-    s->delta = p->delta;
-    s->be = be;
-    if (setup_geometry(s, p) || (s->mode == LJ_CHECKERBOARD && lj_cb_setup(s, p))) {
-        lj_destroy(s);
-        return NULL;
-    }
-    if (s->delta > lj_delta_max(s)) {
-        carlo_seterr("delta must be a number in (0, %.17g], half the narrowest cell (got %g)",
-                     lj_delta_max(s), s->delta);
-        lj_destroy(s);
-        return NULL;
-    }
-    if (be->create(s)) {
-        lj_destroy(s);
-        return NULL;
-    }
-    return s;
-}
-
-lj_system *lj_create(const lj_params *p)
-{
-    lj_system *s = create_bare(p);
-    if (!s)
-        return NULL;
-    double *pos = carlo_malloc(carlo_mulsize(sizeof(double) * 3, s->N), "initial positions");
-    int rc = pos ? 0 : -1;
-    if (rc == 0) {
-        if (p->init == LJ_INIT_FCC)
-            init_fcc(s, pos);
-        else if (p->init == LJ_INIT_RANDOM)
-            rc = init_random(s, pos);
-        else
-            to_box(s, p->positions, pos);
-    }
-    if (rc == 0)
-        rc = s->mode == LJ_CHECKERBOARD ? lj_cb_install(s, pos) : install(s, pos, NULL);
-    free(pos);
-    if (rc) {
-        lj_destroy(s);
-        return NULL;
-    }
-    return s;
-}
-
-void lj_destroy(lj_system *s)
-{
-    if (!s)
-        return;
-    if (s->be && s->impl)
-        s->be->destroy(s);
-    free(s);
-}
-
-/* ---------- runs ---------- */
-
-static int fail_dead(lj_system *s)
-{
-    s->dead = s->device == CARLO_GPU;
+    s->dead |= s->device == CARLO_GPU;
     return -1;
 }
 
-int lj_moves(lj_system *s, uint64_t n)
-{
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
-    if (s->mode == LJ_CHECKERBOARD)
-        return carlo_seterr("single trial moves belong to mode = \"decomposition\"; the "
-                            "checkerboard runs whole sweeps");
-    if (n == 0)
-        return 0;
-    if (s->be->moves(s, n))
-        return fail_dead(s);
-    s->step = s->moves / s->N;
-    return 0;
-}
-
-/* n sweeps of either mode. */
-static int sweeps(lj_system *s, uint64_t n)
-{
-    if (s->mode == LJ_DECOMPOSITION)
-        return lj_moves(s, n * s->N);
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
-    if (n && s->be->cb_sweeps(s, n))
-        return fail_dead(s);
-    return 0;
-}
-
-int lj_positions(lj_system *s, double *pos)
-{
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
-    if (s->mode == LJ_CHECKERBOARD ? lj_cb_positions(s, pos) : s->be->download(s, pos, NULL))
-        return fail_dead(s);
-    return 0;
-}
-
-/* From-scratch energy of the configuration now, in the mode's own pair arithmetic. */
-static int fresh_now(lj_system *s, double *U, double *W)
-{
-    if (s->mode == LJ_CHECKERBOARD)
-        return s->be->cb_fresh(s, U, W);
-    double *pos = carlo_malloc(carlo_mulsize(sizeof(double) * 3, s->N), "positions");
-    if (!pos)
-        return -1;
-    int rc = lj_positions(s, pos) || lj_energy_fresh(s, pos, U, W);
-    free(pos);
-    return rc;
-}
-
-int lj_recompute_w(lj_system *s, double *U_fresh, double *W_fresh)
-{
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
-    double U, W;
-    if (fresh_now(s, &U, &W))
-        return -1;
-    double du = fabs(s->U - U) / fmax(fabs(U), 1e-300);
-    double dw = fabs(s->W - W) / fmax(fabs(W), 1e-300);
-    s->drift = du > dw ? du : dw;
-    s->checks++;
-    if (s->drift > s->drift_max)
-        s->drift_max = s->drift;
-    if (U_fresh)
-        *U_fresh = U;
-    if (W_fresh)
-        *W_fresh = W;
-    return 0;
-}
-
-int lj_recompute(lj_system *s, double *U_running, double *U_fresh)
-{
-    if (U_running)
-        *U_running = s->U;
-    return lj_recompute_w(s, U_fresh, NULL);
-}
-
-/* Moves until the next stop (the end, a callback, a check, a progress/Ctrl-C poll), in moves. */
-static uint64_t next_stop(uint64_t at, uint64_t left, uint64_t period, uint64_t chunk)
-{
-    uint64_t m = left < chunk ? left : chunk;
-    if (period) {
-        uint64_t to = period - at % period;
-        if (to < m)
-            m = to;
-    }
-    return m;
-}
-
-int lj_run_ex(lj_system *s, const lj_run_opts *o, lj_run_result *res)
-{
-    memset(res, 0, sizeof *res);
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
-    /* the run counts in moves (decomposition) or sweeps (checkerboard) */
-    const int cb = s->mode == LJ_CHECKERBOARD;
-    const uint64_t per = cb ? 1 : s->N;
-    if (o->sweeps > UINT64_MAX / per)
-        return carlo_seterr("too many sweeps");
-    uint64_t total = o->sweeps * per, done = 0;
-    uint64_t every = o->every * per, check = o->check_every * per;
-    carlo_progress pr;
-    carlo_progress_start(&pr, "lj", "sweeps", (double)o->sweeps, o->quiet);
-    double t0 = carlo_now(), per_unit = 0;
-    uint64_t chunk = cb ? 1 : (per < 1024 ? 1024 : per);
-    int rc = 0;
-    while (done < total) {
-        uint64_t at = cb ? s->step : s->moves;
-        uint64_t m = next_stop(at, total - done, every, chunk);
-        m = next_stop(at, m, check, m);
-        if (o->walltime > 0 && per_unit > 0) {
-            double left = o->walltime - (carlo_now() - t0) - o->reserve;
-            if (left < per_unit * (double)m) {
-                uint64_t fit = left > 0 ? (uint64_t)(left / per_unit) : 0;
-                if (fit == 0) {
-                    res->stopped_early = 1;
-                    break;
-                }
-                m = fit < m ? fit : m;
-            }
-        }
-        if ((rc = cb ? sweeps(s, m) : lj_moves(s, m)))
-            break;
-        done += m;
-        per_unit = (carlo_now() - t0) / (double)done;
-        at = cb ? s->step : s->moves;
-        if (check && at % check == 0 && (rc = lj_recompute(s, NULL, NULL)))
-            break;
-        if (every && at % every == 0 && o->callback && (rc = o->callback(o->ctx, s)))
-            break;
-        if (carlo_interrupted) {
-            rc = carlo_seterr("interrupted");
-            break;
-        }
-        carlo_progress_update(&pr, (double)done / (double)per);
-        if (carlo_now() - t0 < 0.05 && chunk < ((uint64_t)1 << 40))
-            chunk *= 2;
-    }
-    carlo_progress_end(&pr);
-    res->sweeps = done / per;
-    res->seconds = carlo_now() - t0;
-    return rc;
-}
-
-int lj_run(lj_system *s, uint64_t sweeps)
-{
-    lj_run_opts o = {.sweeps = sweeps, .quiet = 1};
-    lj_run_result r;
-    return lj_run_ex(s, &o, &r);
-}
-
-int lj_tune(lj_system *s, uint64_t n, double target)
-{
-    if (!(target > 0 && target < 1))
-        return carlo_seterr("target must be a number in (0, 1) (got %g)", target);
-    uint64_t chunk = s->N < 200 ? 200 : s->N;
-    for (uint64_t k = 0; k < n; k++) {
-        uint64_t t0 = s->tried, a0 = s->accepted;
-        if (s->mode == LJ_CHECKERBOARD ? sweeps(s, 1) : lj_moves(s, chunk))
-            return -1;
-        double acc = (double)(s->accepted - a0) / (double)(s->tried - t0);
-        double f = acc / target;
-        f = f < 0.5 ? 0.5 : (f > 1.5 ? 1.5 : f);
-        double d = s->delta * f;
-        s->delta = d > lj_delta_max(s) ? lj_delta_max(s) : (d < 1e-6 ? 1e-6 : d);
-        if (carlo_interrupted)
-            return carlo_seterr("interrupted");
-    }
-    return 0;
-}
-
-int lj_observe(lj_system *s, lj_obs *o)
-{
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
-    double rho = lj_density(s);
-    o->U = s->U / (double)s->N + lj_tail_energy(s);
-    o->W = s->W;
-    o->P = rho * s->T + s->W / ((double)s->dim * lj_volume(s)) + lj_tail_pressure(s);
-    o->acceptance = s->tried ? (double)s->accepted / (double)s->tried : 0.0;
-    return 0;
-}
-
-int lj_widom(lj_system *s, uint32_t n, double *mean)
-{
-    if (s->dead)
-        return carlo_seterr("this system died on an earlier device error");
-    double *b = carlo_malloc(sizeof *b * (n ? n : 1), "Widom insertions");
-    if (!b)
-        return -1;
-    if (s->mode == LJ_CHECKERBOARD ? lj_cb_widom(s, n, s->samples, b)
-                                   : s->be->widom(s, n, s->samples, b)) {
-        free(b);
-        return fail_dead(s);
-    }
-    s->samples++;
-    double sum = 0.0;
-    for (uint32_t k = 0; k < n; k++)
-        sum += b[k];
-    free(b);
-    *mean = sum / (double)n;
-    return 0;
-}
-
-/* ---------- frames and checkpoints ---------- */
-
-int lj_frame(lj_system *s, carlo_frame *f)
-{
-    double *pos = carlo_malloc(carlo_mulsize(sizeof(double) * 3, s->N), "a frame");
-    float *p32 = pos ? carlo_malloc(carlo_mulsize(sizeof(float) * 3, s->N), "a frame") : NULL;
-    uint32_t *typeid = p32 ? carlo_calloc(s->N, sizeof *typeid, "a frame") : NULL;
-    if (!typeid || lj_positions(s, pos)) {
-        free(pos);
-        free(p32);
-        free(typeid);
-        return -1;
-    }
-    /* GSD convention: positions in [-L/2, L/2) */
-    for (uint32_t i = 0; i < s->N; i++)
-        for (int a = 0; a < 3; a++)
-            p32[3 * i + a] = a < s->dim ? (float)(pos[3 * i + a] - s->g.half[a]) : 0.0f;
-    free(pos);
-    float box[6] = {(float)s->g.L[0], (float)s->g.L[1], s->dim == 3 ? (float)s->g.L[2] : 0.0f,
-                    0, 0, 0};
-    uint8_t dims = (uint8_t)s->dim;
-    int8_t types[2] = {'A', 0};
-    uint32_t n = s->N;
-    if (carlo_frame_add_u64(f, "configuration/step", s->step) ||
-        carlo_frame_add_copy(f, "configuration/dimensions", CARLO_U8, 1, 1, &dims) ||
-        carlo_frame_add_copy(f, "configuration/box", CARLO_F32, 6, 1, box) ||
-        carlo_frame_add_copy(f, "particles/N", CARLO_U32, 1, 1, &n) ||
-        carlo_frame_add_copy(f, "particles/types", CARLO_I8, 1, 2, types)) {
-        free(p32);
-        free(typeid);
-        return -1;
-    }
-    if (carlo_frame_add_owned(f, "particles/position", CARLO_F32, s->N, 3, p32)) {
-        free(typeid);
-        return -1;
-    }
-    return carlo_frame_add_owned(f, "particles/typeid", CARLO_U32, s->N, 1, typeid);
-}
-
-/* The checkerboard's cells as they are: lj/cb_shape (i32: m0 m1 m2 nmax lanes passes),
- * lj/cb_pos (f32, dim nmax x ncells), lj/cb_index (u32, nmax x ncells), lj/cb_count (u32),
- * lj/cb_acc (f64, 2 x ncells: the per-cell energy and virial sums). */
-static int cb_checkpoint(lj_system *s, carlo_frame *f)
-{
-    const carlo_cell_grid *g = &s->cb.grid;
-    carlo_cell_data d;
-    if (lj_cb_cells_alloc(s, &d))
-        return -1;
-    double *acc = carlo_malloc(carlo_mulsize((size_t)g->ncells, 2 * sizeof(double)), "a checkpoint");
-    if (!acc || s->dead || s->be->cb_download(s, &d, acc, acc + g->ncells)) {
-        if (acc && !s->dead)
-            fail_dead(s);
-        else if (acc)
-            carlo_seterr("this system died on an earlier device error");
-        free(acc);
-        carlo_cell_data_free(&d);
-        return -1;
-    }
-    int32_t shape[6] = {g->m[0], g->m[1], g->m[2], g->nmax, s->cb.geom.lanes, s->cb.passes};
-    uint64_t nc = (uint64_t)g->ncells, nm = (uint64_t)g->nmax;
-    float *pos = d.pos;
-    uint32_t *aux = d.aux, *count = d.count;
-    if (carlo_frame_add_copy(f, "lj/cb_shape", CARLO_I32, 6, 1, shape) ||
-        carlo_frame_add_owned(f, "lj/cb_acc", CARLO_F64, 2, nc, acc)) {
-        carlo_cell_data_free(&d);
-        return -1;
-    }
-    d.pos = NULL;
-    if (carlo_frame_add_owned(f, "lj/cb_pos", CARLO_F32, (uint64_t)g->dim * nm, nc, pos)) {
-        carlo_cell_data_free(&d);
-        return -1;
-    }
-    d.aux = NULL;
-    if (carlo_frame_add_owned(f, "lj/cb_index", CARLO_U32, nm, nc, aux)) {
-        carlo_cell_data_free(&d);
-        return -1;
-    }
-    return carlo_frame_add_owned(f, "lj/cb_count", CARLO_U32, nc, 1, count);
-}
-
-/* Checkerboard cells from a checkpoint: every invariant checked before they are used. */
-static int cb_restore(lj_system *s, const carlo_frame *f)
-{
-    carlo_cell_grid *g = &s->cb.grid;
-    const int32_t *shape = carlo_frame_expect(f, "lj/cb_shape", CARLO_I32, 6, 1);
-    if (!shape)
-        return -1;
-    if (shape[0] != g->m[0] || shape[1] != g->m[1] || shape[2] != g->m[2] || shape[3] < 1 ||
-        shape[3] > CARLO_CELL_NMAX_LIMIT || shape[4] != s->cb.geom.lanes || shape[5] != s->cb.passes)
-        return carlo_seterr("lj/cb_shape does not match the box, rc, lanes and passes");
-    g->nmax = shape[3];
-    uint64_t nc = (uint64_t)g->ncells, nm = (uint64_t)g->nmax;
-    const double *acc = carlo_frame_expect(f, "lj/cb_acc", CARLO_F64, 2, nc);
-    const float *pos = carlo_frame_expect(f, "lj/cb_pos", CARLO_F32, (uint64_t)g->dim * nm, nc);
-    const uint32_t *aux = carlo_frame_expect(f, "lj/cb_index", CARLO_U32, nm, nc);
-    const uint32_t *count = carlo_frame_expect(f, "lj/cb_count", CARLO_U32, nc, 1);
-    if (!acc || !pos || !aux || !count)
-        return -1;
-    carlo_cell_data d = {(float *)pos, (uint32_t *)aux, (uint32_t *)count};
-    if (carlo_cells_verify(g, &d, s->N))
-        return -1;
-    uint8_t *seen = carlo_calloc(s->N, 1, "a permutation check");
-    if (!seen)
-        return -1;
-    int rc = 0;
-    for (int64_t c = 0; c < g->ncells && rc == 0; c++)
-        for (int i = 0; i < (int)count[c] && rc == 0; i++) {
-            uint32_t idx = aux[carlo_cell_slot(g, c, i, 0)];
-            if (idx >= s->N || seen[idx])
-                rc = carlo_seterr("the cells' particle indices are not a permutation");
-            else
-                seen[idx] = 1;
-            for (int a = 0; a < g->dim && rc == 0; a++) {
-                double u = pos[carlo_cell_slot(g, c, i, a)], h = s->cb.geom.h[a];
-                if (u / h != floor(u / h))
-                    rc = carlo_seterr("a position is off the coordinate grid");
-            }
-        }
-    free(seen);
-    for (uint64_t c = 0; c < 2 * nc && rc == 0; c++)
-        if (!isfinite(acc[c]))
-            rc = carlo_seterr("bad per-cell sums");
-    if (rc == 0)
-        rc = s->be->cb_upload(s, &d, acc, acc + nc);
-    if (rc == 0) {
-        s->U = s->cb.U0 + lj_cb_total(acc, g->ncells);
-        s->W = s->cb.W0 + lj_cb_total(acc + nc, g->ncells);
-    }
-    return rc;
-}
-
-/* lj/shape (i32): N, dim, shift, tail, mode, sum, kernel
+/* ---------- the common chunks of a checkpoint ----------
+ * lj/shape (i32): N, dim, shift, tail, mode, sum, kernel
  * lj/params (f64): Lx, Ly, Lz, rc, T, delta, U, W, drift, drift_max
  * lj/counters (u64): moves, step, samples, tried, accepted */
-int lj_checkpoint(lj_system *s, carlo_frame *f)
+
+int lj_checkpoint_head(lj_system *s, carlo_frame *f, int32_t sum, int32_t kernel, uint64_t moves,
+                       double U, double W)
 {
-    int32_t shape[7] = {(int32_t)s->N, s->dim, s->shift, s->tail, (int32_t)s->mode,
-                        (int32_t)s->sum, (int32_t)s->kernel};
-    int cb = s->mode == LJ_CHECKERBOARD;
-    double params[10] = {s->g.L[0], s->g.L[1], s->g.L[2], s->rc, s->T, s->delta,
-                         cb ? s->cb.U0 : s->U, cb ? s->cb.W0 : s->W, s->drift, s->drift_max};
-    uint64_t counters[5] = {s->moves, s->step, s->samples, s->tried, s->accepted};
+    int32_t shape[7] = {(int32_t)s->N, s->dim, s->shift, s->tail, (int32_t)s->mode, sum, kernel};
+    double params[10] = {s->g.L[0], s->g.L[1], s->g.L[2], s->rc, s->T, s->delta, U, W, s->drift,
+                         s->drift_max};
+    uint64_t counters[5] = {moves, s->step, s->samples, s->tried, s->accepted};
     if (carlo_frame_add_string(f, "carlo/model", "lj") ||
         carlo_frame_add_u64(f, "configuration/step", s->step) ||
         carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
@@ -1044,130 +492,60 @@ int lj_checkpoint(lj_system *s, carlo_frame *f)
         carlo_frame_add_copy(f, "lj/params", CARLO_F64, 10, 1, params) ||
         carlo_frame_add_copy(f, "lj/counters", CARLO_U64, 5, 1, counters))
         return -1;
-    if (s->mode == LJ_CHECKERBOARD)
-        return cb_checkpoint(s, f);
-    double *pos = carlo_malloc(carlo_mulsize(sizeof(double) * 3, s->N), "a checkpoint");
-    if (!pos)
-        return -1;
-    lj_cell_lists cells = {0};
-    if (s->sum == LJ_SUM_CELLS && lj_cell_lists_alloc(s, &cells)) {
-        free(pos);
-        return -1;
-    }
-    if (s->dead || s->be->download(s, pos, s->sum == LJ_SUM_CELLS ? &cells : NULL)) {
-        if (!s->dead)
-            fail_dead(s);
-        else
-            carlo_seterr("this system died on an earlier device error");
-        free(pos);
-        lj_cell_lists_free(&cells);
-        return -1;
-    }
-    if (carlo_frame_add_owned(f, "lj/position", CARLO_F64, s->N, 3, pos)) {
-        lj_cell_lists_free(&cells);
-        return -1;
-    }
-    if (s->sum == LJ_SUM_CELLS) {
-        int32_t *order = cells.order, *count = cells.count;
-        cells.order = cells.count = NULL;
-        if (carlo_frame_add_owned(f, "lj/cell_order", CARLO_I32, s->N, 1, order)) {
-            free(count);
-            return -1;
-        }
-        if (carlo_frame_add_owned(f, "lj/cell_count", CARLO_I32, (uint64_t)s->ncell, 1, count))
-            return -1;
-    }
     return 0;
 }
 
-lj_system *lj_restore(const carlo_frame *f, carlo_device_kind device)
+int lj_restore_head(const carlo_frame *f, carlo_device_kind device, lj_head *h)
 {
     const int32_t *shape = carlo_frame_expect(f, "lj/shape", CARLO_I32, 7, 1);
     const double *params = carlo_frame_expect(f, "lj/params", CARLO_F64, 10, 1);
     const uint64_t *counters = carlo_frame_expect(f, "lj/counters", CARLO_U64, 5, 1);
     const uint64_t *seed = carlo_frame_expect(f, "carlo/seed", CARLO_U64, 1, 1);
     if (!shape || !params || !counters || !seed)
-        return NULL;
+        return -1;
     if (shape[0] < 2 || shape[0] > LJ_N_MAX || shape[4] < 0 || shape[4] > 1 || shape[5] < 0 ||
-        shape[5] > 1 || shape[6] < 0 || shape[6] > 2) {
-        carlo_seterr("bad lj/shape");
-        return NULL;
-    }
-    lj_params p = {.N = (uint32_t)shape[0], .dim = shape[1], .box = {params[0], params[1], params[2]},
-                   .rc = params[3], .T = params[4], .delta = params[5], .shift = shape[2] != 0,
-                   .tail = shape[3] != 0, .mode = (lj_mode)shape[4], .sum = shape[5],
-                   .device = device, .seed = *seed, .init = LJ_INIT_POSITIONS, .passes = 1};
-    if (p.mode == LJ_CHECKERBOARD) {
-        const int32_t *cs = carlo_frame_expect(f, "lj/cb_shape", CARLO_I32, 6, 1);
-        if (!cs)
-            return NULL;
-        p.lanes = cs[4];
-        p.passes = cs[5];
-        lj_system *s = create_bare(&p);
-        if (!s)
-            return NULL;
-        s->cb.U0 = params[6];
-        s->cb.W0 = params[7];
-        if (!isfinite(s->cb.U0) || !isfinite(s->cb.W0) ||
-            (carlo_seterr("bad running energy"), 0) || cb_restore(s, f)) {
-            lj_destroy(s);
-            return NULL;
-        }
-        s->drift = params[8];
-        s->drift_max = params[9];
-        s->moves = counters[0];
-        s->step = counters[1];
-        s->samples = counters[2];
-        s->tried = counters[3];
-        s->accepted = counters[4];
-        return s;
-    }
-    const double *pos = carlo_frame_expect(f, "lj/position", CARLO_F64, (uint64_t)shape[0], 3);
-    if (!pos)
-        return NULL;
-    p.positions = pos;
-    lj_system *s = create_bare(&p);
-    if (!s)
-        return NULL;
-    for (uint32_t i = 0; i < s->N; i++)
-        for (int a = 0; a < 3; a++) {
-            double x = pos[3 * i + a];
-            if (!(a < s->dim ? x >= 0 && x < s->g.L[a] : x == 0)) {
-                carlo_seterr("position %u is outside the box", i + 1);
-                lj_destroy(s);
-                return NULL;
-            }
-        }
-    lj_cell_lists cells = {0};
-    if (s->sum == LJ_SUM_CELLS) {
-        cells.order = (int32_t *)carlo_frame_expect(f, "lj/cell_order", CARLO_I32, s->N, 1);
-        cells.count = cells.order ? (int32_t *)carlo_frame_expect(f, "lj/cell_count", CARLO_I32,
-                                                                  (uint64_t)s->ncell, 1)
-                                  : NULL;
-        if (!cells.count) {
-            lj_destroy(s);
-            return NULL;
-        }
-    }
-    if (install(s, pos, s->sum == LJ_SUM_CELLS ? &cells : NULL)) {
-        lj_destroy(s);
-        return NULL;
-    }
-    /* the running sums continue as they were, not from scratch */
-    s->kernel = (lj_kernel_variant)shape[6];
-    s->U = params[6];
-    s->W = params[7];
-    s->drift = params[8];
-    s->drift_max = params[9];
-    s->moves = counters[0];
-    s->step = counters[1];
-    s->samples = counters[2];
-    s->tried = counters[3];
-    s->accepted = counters[4];
-    if (!isfinite(s->U) || !isfinite(s->W)) {
-        carlo_seterr("bad running energy");
-        lj_destroy(s);
-        return NULL;
-    }
-    return s;
+        shape[5] > 1 || shape[6] < 0 || shape[6] > 2)
+        return carlo_seterr("bad lj/shape");
+    memset(h, 0, sizeof *h);
+    lj_params *p = &h->p;
+    p->N = (uint32_t)shape[0];
+    p->dim = shape[1];
+    for (int a = 0; a < 3; a++)
+        p->box[a] = params[a];
+    p->rc = params[3];
+    p->T = params[4];
+    p->delta = params[5];
+    p->shift = shape[2] != 0;
+    p->tail = shape[3] != 0;
+    p->mode = (lj_mode)shape[4];
+    p->sum = shape[5];
+    p->passes = 1;
+    p->device = device;
+    p->seed = *seed;
+    p->step = counters[1];
+    p->init = LJ_INIT_POSITIONS;
+    h->sum = shape[5];
+    h->kernel = shape[6];
+    h->U = params[6];
+    h->W = params[7];
+    h->drift = params[8];
+    h->drift_max = params[9];
+    h->moves = counters[0];
+    h->step = counters[1];
+    h->samples = counters[2];
+    h->tried = counters[3];
+    h->accepted = counters[4];
+    if (!isfinite(h->U) || !isfinite(h->W))
+        return carlo_seterr("bad running energy");
+    return 0;
+}
+
+void lj_restore_counters(lj_system *s, const lj_head *h)
+{
+    s->drift = h->drift;
+    s->drift_max = h->drift_max;
+    s->step = h->step;
+    s->samples = h->samples;
+    s->tried = h->tried;
+    s->accepted = h->accepted;
 }

@@ -1,40 +1,44 @@
-/* lj_cb.c — the checkerboard mode of the Lennard-Jones model on the shared cell grid
- * (core/cells.h): planning the grid, filling it, the sub-sweep of one active cell (the CPU
- * backend runs it over a set with OpenMP; the GPU runs the same sequence per block), the cell
- * shift drawn for both backends, and from-scratch energies, positions and Widom insertions
- * read from the cells. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* lets gcc if-convert the float selects of cb_lanes_all into SIMD code; it changes no value,
- * and it must cover the inline functions of the headers too, or they would not be inlined */
-#pragma GCC optimize("no-trapping-math")
-#endif
+/* lj_cb.c — the checkerboard algorithm of the Lennard-Jones model (lj_cb.h): planning and
+ * filling the cell grid, runs of sweeps and single sub-sweeps, positions and Widom insertions
+ * read from the cells, checkpoints and restore. The sweeps themselves are the backends'
+ * (lj_cb_cpu.c, cuda/lj_cb.cu); the system file reaches this file through lj_cb_algo. */
+#include "lj/lj_cb.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "lj/lj.h"
 
-/* Lanes per active cell when none are asked for: one warp per cell (32, the near-candidate
- * sum) from this many active cells per sub-sweep (20^3 cells: 32 lanes 1.5 times as fast as
- * 128), 128 below, where one warp per cell leaves the GPU idle (16^3: 128 lanes 7 % faster;
- * H100, rho = 0.8: scripts/bench/lj.lua, BENCHMARKS.md). */
-#define LJ_CB_WARP_FROM 1000
+const lj_cb_backend *lj_cb_gpu_backend;
 
-int lj_cb_setup(lj_system *s, const lj_params *p)
+static const lj_algo lj_cb_algo;
+
+/* The sum order when none is asked for, by the system's size alone (never by the machine, so
+ * that a seed gives one chain everywhere): near candidates (one GPU warp per cell) from this
+ * many active cells per sub-sweep (20^3 cells: 1.5 times as fast as 128 lanes), every
+ * candidate of the neighbour cells below, where one warp per cell leaves the GPU idle (16^3:
+ * 128 lanes 7 % faster; H100, rho = 0.8: scripts/bench/lj.lua, BENCHMARKS.md). */
+#define LJ_CB_NEAR_FROM 1000
+
+const char *lj_cb_order_name(const lj_cb_system *s)
 {
-    lj_cb *cb = &s->cb;
-    memset(cb, 0, sizeof *cb);
+    return s->geom.lanes == LJ_ORDER_NEAR ? "near" : "cell";
+}
+
+/* The cell grid, the float geometry, passes and the sum order. */
+static int setup(lj_cb_system *s, const lj_params *p)
+{
     carlo_box box = carlo_box_make(p->dim, p->box);
     /* a hair above rc: the float width must not round below the cutoff */
-    if (carlo_cells_plan(&cb->grid, &box, p->rc * (1.0 + 1e-6), INFINITY, p->rc, 1, 1))
+    if (carlo_cells_plan(&s->grid, &box, p->rc * (1.0 + 1e-6), INFINITY, p->rc, 1, 1))
         return carlo_seterr("mode = \"checkerboard\": %s (cells at least rc = %g wide, an even "
                             "number of at least 2 per axis)", carlo_errmsg(), p->rc);
-    lj_cbgeom *g = &cb->geom;
+    lj_cbgeom *g = &s->geom;
     g->dim = p->dim;
     for (int a = 0; a < 3; a++) {
-        g->w[a] = cb->grid.w[a];
-        g->h[a] = cb->grid.q; /* coordinates within two cells exact in the active cell's frame */
+        g->w[a] = s->grid.w[a];
+        g->h[a] = s->grid.q; /* coordinates within two cells exact in the active cell's frame */
     }
     g->rc2 = (float)(p->rc * p->rc);
     g->rcm = (float)(p->rc + 1e-3 * (1.0 + p->rc));
@@ -45,64 +49,30 @@ int lj_cb_setup(lj_system *s, const lj_params *p)
     int passes = p->passes ? p->passes : 1;
     if (passes < 1 || passes > 1000)
         return carlo_seterr("passes must be an integer from 1 to 1000 (got %d)", p->passes);
-    cb->passes = passes;
-    if (p->lanes && p->lanes != 32 && p->lanes != 64 && p->lanes != 128)
-        return carlo_seterr("lanes must be 32, 64 or 128 (got %d)", p->lanes);
-    cb->lanes_auto = p->lanes == 0;
-    g->lanes = p->lanes ? p->lanes : carlo_cell_set_size(&cb->grid) >= LJ_CB_WARP_FROM ? 32 : 128;
+    s->passes = passes;
+    if (p->order && p->order != LJ_ORDER_NEAR && p->order != LJ_ORDER_CELL)
+        return carlo_seterr("the sum order must be near (%d lanes) or cell (%d lanes) (got %d lanes)",
+                            LJ_ORDER_NEAR, LJ_ORDER_CELL, p->order);
+    g->lanes = p->order ? p->order
+                        : carlo_cell_set_size(&s->grid) >= LJ_CB_NEAR_FROM ? LJ_ORDER_NEAR : LJ_ORDER_CELL;
     return 0;
 }
 
-int lj_cb_cells_alloc(const lj_system *s, carlo_cell_data *d)
+/* Half the narrowest cell: longer moves nearly all leave the cell. */
+static double delta_max(const lj_system *ls)
 {
-    return carlo_cell_data_alloc(&s->cb.grid, d);
-}
-
-double lj_cb_total(const double *acc, int64_t ncells)
-{
-    double t = 0.0;
-    for (int64_t c = 0; c < ncells; c++)
-        t += acc[c];
-    return t;
-}
-
-/* The 27 (9) neighbour offsets in the canonical order: dz, dy, dx from -1 to 1. */
-static void offset_of(int dim, int q, int off[3])
-{
-    off[0] = q % 3 - 1;
-    off[1] = (q / 3) % 3 - 1;
-    off[2] = dim == 3 ? q / 9 - 1 : 0;
-}
-
-/* ---------- from-scratch energy ---------- */
-
-int lj_cb_fresh(const lj_system *s, const carlo_cell_data *d, double *U, double *W)
-{
-    const carlo_cell_grid *g = &s->cb.grid;
-    double *cell = carlo_malloc(carlo_mulsize((size_t)g->ncells, 2 * sizeof(double)), "cell energies");
-    if (!cell)
-        return -1;
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t c = 0; c < g->ncells; c++)
-        lj_cb_cell_energy(g, &s->cb.geom, d, c, &cell[2 * c], &cell[2 * c + 1]);
-    double u = 0.0, w = 0.0;
-    for (int64_t c = 0; c < g->ncells; c++) {
-        u += cell[2 * c];
-        w += cell[2 * c + 1];
-    }
-    free(cell);
-    *U = 0.5 * u;
-    *W = 0.5 * w;
-    if (!isfinite(*U) || !isfinite(*W))
-        return carlo_seterr("the energy is not finite (%g): particles overlap", *U);
-    return 0;
+    const lj_cb_system *s = (const lj_cb_system *)ls;
+    double w = s->geom.w[0];
+    for (int a = 1; a < s->dim; a++)
+        w = fmin(w, s->geom.w[a]);
+    return 0.5 * w;
 }
 
 /* ---------- filling the grid ---------- */
 
-static int max_count(const lj_system *s, const double *pos, int *most)
+static int max_count(const lj_cb_system *s, const double *pos, int *most)
 {
-    const carlo_cell_grid *g = &s->cb.grid;
+    const carlo_cell_grid *g = &s->grid;
     uint32_t *cnt = carlo_calloc((size_t)g->ncells, sizeof *cnt, "cell counts");
     if (!cnt)
         return -1;
@@ -121,9 +91,9 @@ static int max_count(const lj_system *s, const double *pos, int *most)
     return 0;
 }
 
-int lj_cb_install(lj_system *s, const double *pos)
+static int install(lj_cb_system *s, const double *pos)
 {
-    carlo_cell_grid *g = &s->cb.grid;
+    carlo_cell_grid *g = &s->grid;
     int most;
     if (max_count(s, pos, &most))
         return -1;
@@ -150,245 +120,184 @@ int lj_cb_install(lj_system *s, const double *pos)
         for (int i = 0; i < (int)d.count[c]; i++)
             for (int a = 0; a < g->dim; a++) {
                 float *u = &d.pos[carlo_cell_slot(g, c, i, a)];
-                float h = s->cb.geom.h[a];
+                float h = s->geom.h[a];
                 float v = (float)(rint((double)*u / (double)h) * (double)h);
                 if (!(v < g->w[a]))
                     v = g->w[a] - h;
                 *u = v;
             }
     if (rc == 0)
-        rc = lj_cb_fresh(s, &d, &s->cb.U0, &s->cb.W0);
+        rc = lj_cb_fresh(s, &d, &s->U0, &s->W0);
     double *acc = rc ? NULL : carlo_calloc((size_t)g->ncells * 2, sizeof *acc, "per-cell sums");
     if (!rc && !acc)
         rc = -1;
     if (!rc)
-        rc = s->be->cb_upload(s, &d, acc, acc + g->ncells);
-    s->U = s->cb.U0;
-    s->W = s->cb.W0;
+        rc = s->be->upload(s, &d, acc, acc + g->ncells);
+    s->U = s->U0;
+    s->W = s->W0;
     free(acc);
     carlo_cell_data_free(&d);
     return rc;
 }
 
-int lj_cb_grow(const carlo_cell_grid *g, const carlo_cell_data *src, int nmax, carlo_cell_data *dst)
+static void destroy(lj_system *ls)
 {
-    carlo_cell_grid ng = *g;
-    ng.nmax = nmax;
-    if (carlo_cell_data_alloc(&ng, dst))
-        return -1;
-    for (int64_t c = 0; c < g->ncells; c++) {
-        for (int i = 0; i < (int)src->count[c]; i++) {
-            for (int a = 0; a < g->dim; a++)
-                dst->pos[carlo_cell_slot(&ng, c, i, a)] = src->pos[carlo_cell_slot(g, c, i, a)];
-            for (int k = 0; k < g->naux; k++)
-                dst->aux[carlo_cell_slot(&ng, c, i, k)] = src->aux[carlo_cell_slot(g, c, i, k)];
+    lj_cb_system *s = LJ_CB(ls);
+    if (s->be && s->impl)
+        s->be->destroy(s);
+    free(s);
+}
+
+/* The system without its configuration. */
+static lj_cb_system *create_bare(const lj_params *p)
+{
+    if (lj_check_params(p))
+        return NULL;
+    const lj_cb_backend *be = &lj_cb_cpu_backend;
+    if (p->device == CARLO_GPU) {
+        if (!lj_cb_gpu_backend) {
+            carlo_seterr("this carlo was built without CUDA");
+            return NULL;
         }
-        dst->count[c] = src->count[c];
+        be = lj_cb_gpu_backend;
+    }
+    lj_cb_system *s = carlo_calloc(1, sizeof *s, "a Lennard-Jones system");
+    if (!s)
+        return NULL;
+    lj_setup(&s->lj, p, &lj_cb_algo);
+    s->be = be;
+    if (setup(s, p)) {
+        destroy(&s->lj);
+        return NULL;
+    }
+    if (s->delta > delta_max(&s->lj)) {
+        carlo_seterr("delta must be a number in (0, %.17g], half the narrowest cell (got %g)",
+                     delta_max(&s->lj), s->delta);
+        destroy(&s->lj);
+        return NULL;
+    }
+    if (be->create(s)) {
+        destroy(&s->lj);
+        return NULL;
+    }
+    return s;
+}
+
+lj_system *lj_cb_create(const lj_params *p)
+{
+    lj_cb_system *s = create_bare(p);
+    if (!s)
+        return NULL;
+    double *pos = carlo_malloc(carlo_mulsize(sizeof(double) * 3, s->N), "initial positions");
+    int rc = !pos || lj_initial_positions(&s->lj, p, pos) || install(s, pos);
+    free(pos);
+    if (rc) {
+        destroy(&s->lj);
+        return NULL;
+    }
+    return &s->lj;
+}
+
+/* ---------- runs ---------- */
+
+void lj_cb_set_order(const lj_cb_system *s, int order[8])
+{
+    carlo_cells_set_order(s->dim, s->seed, LJ_PURPOSE_CB_SETS, s->step, order);
+}
+
+/* The place of each set in sweep s->step's order. */
+static void set_places(const lj_cb_system *s, int place[8])
+{
+    int order[8];
+    lj_cb_set_order(s, order);
+    for (int q = 0; q < (1 << s->dim); q++)
+        place[order[q]] = q;
+}
+
+static int substep(lj_cb_system *s, int set, const int place[8])
+{
+    if (s->be->subsweep(s, set, place[set]))
+        return lj_fail(&s->lj);
+    s->sets_done |= 1u << set;
+    if (s->sets_done + 1 == 1u << (1 << s->dim)) { /* every set: the sweep ends with its shift */
+        if (s->be->shift(s))
+            return lj_fail(&s->lj);
+        s->sets_done = 0;
     }
     return 0;
 }
 
-/* ---------- a sweep's pieces ---------- */
-
-/* The cell shift after sweep `sweep`: an axis, a direction and a distance on the coordinate
- * grid, below half a cell and small enough that a crossing particle's u - d + w stays exact. */
-carlo_cell_shift lj_cb_shift(const lj_system *s, uint64_t sweep)
+int lj_cb_substep(lj_cb_system *s, int set)
 {
-    const carlo_cell_grid *g = &s->cb.grid;
-    carlo_u32x4 r = carlo_rng(s->seed, LJ_PURPOSE_CB_SHIFT, sweep, 0, 0);
-    uint32_t k;
-    if (carlo_below_try(r.v[0], 2u * (uint32_t)g->dim, &k))
-        k = carlo_below(s->seed, LJ_PURPOSE_CB_SHIFT, sweep, 1, 0, 2u * (uint32_t)g->dim);
-    carlo_cell_shift sh;
-    sh.axis = (int)(k >> 1);
-    sh.dir = (k & 1) ? -1 : 1;
-    float w = g->w[sh.axis], h = s->cb.geom.h[sh.axis];
-    int e;
-    frexpf(w, &e);
-    double top = fmin(0.5 * w, ldexp(1.0, e) - w); /* u + d < 2^e: still exact */
-    uint32_t K = (uint32_t)(top / h);
-    uint32_t j = 0;
-    if (K > 1 && carlo_below_try(r.v[1], K, &j))
-        j = carlo_below(s->seed, LJ_PURPOSE_CB_SHIFT, sweep, 2, 0, K);
-    sh.d = (float)((double)j * (double)h);
-    return sh;
+    if (carlo_sys_alive(&s->sys))
+        return -1;
+    if (set < 0 || set >= 1 << s->dim)
+        return carlo_seterr("the set must be from 0 to %d (got %d)", (1 << s->dim) - 1, set);
+    if (s->sets_done >> set & 1)
+        return carlo_seterr("set %d has had its sub-sweep in sweep %llu already; the sweep ends "
+                            "(with the cell shift) after the sub-sweeps of all %d sets", set,
+                            (unsigned long long)s->step, 1 << s->dim);
+    int place[8];
+    set_places(s, place);
+    return substep(s, set, place);
 }
 
-/* Which of the M candidates (at c[0..2], the active cell's frame) are near the move with
- * midpoint m and squared near radius r2: lj_cb_near, in SIMD (clones with fused multiply-adds). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-static void cb_near_flags(int M, const float *const c[3], const float m[3], float r2, uint8_t *flag)
+/* n sweeps; a sweep begun by substep is finished first (its other sets in their order). */
+static int sweeps(lj_system *ls, uint64_t n)
 {
-    const float *cx = c[0], *cy = c[1], *cz = c[2];
-#pragma omp simd
-    for (int k = 0; k < M; k++)
-        flag[k] = lj_cb_near(m, cx[k], cy[k], cz[k], r2);
+    lj_cb_system *s = LJ_CB(ls);
+    if (carlo_sys_alive(&s->sys))
+        return -1;
+    if (n && s->sets_done) {
+        int place[8], order[8];
+        set_places(s, place);
+        for (int q = 0; q < (1 << s->dim); q++)
+            order[place[q]] = q;
+        for (int q = 0; q < (1 << s->dim) && s->sets_done; q++)
+            if (!(s->sets_done >> order[q] & 1) && substep(s, order[q], place))
+                return -1;
+        n--;
+    }
+    if (n && s->be->sweeps(s, n))
+        return lj_fail(ls);
+    return 0;
 }
 
-/* One trial move's T lanes over all M candidates (at c[0..2], the active cell's frame),
- * skipping candidate `me`: written for SIMD, every lane one sequence of exactly rounded
- * operations, a skipped or distant candidate adding +0 (which changes no lane). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void cb_lanes_all(const lj_cbgeom *G, int M, const float *const c[3], const float o[3],
-                         const float n[3], int me, int T, double *lu, double *lw)
+static int tune_chunk(lj_system *s)
 {
-    const float *cx = c[0], *cy = c[1], *cz = c[2];
-    const float rc2 = G->rc2, ushift = G->ushift;
-    for (int base = 0; base < M; base += T) {
-        int len = M - base < T ? M - base : T;
-#pragma omp simd
-        for (int l = 0; l < len; l++) {
-            int kk = base + l;
-            float uo, wo, un, wn;
-            float ro = lj_cb_r2x(o, cx[kk], cy[kk], cz[kk]);
-            float rn = lj_cb_r2x(n, cx[kk], cy[kk], cz[kk]);
-            /* the terms inside the cutoff, computed for every lane (SIMD), kept where wanted */
-            lj_pair_f_terms(ro, ushift, &uo, &wo);
-            lj_pair_f_terms(rn, ushift, &un, &wn);
-            int ko = (ro < rc2) & (kk != me), kn = (rn < rc2) & (kk != me);
-            double du = (double)(kn ? un : 0.0f) - (double)(ko ? uo : 0.0f);
-            double dw = (double)(kn ? wn : 0.0f) - (double)(ko ? wo : 0.0f);
-            lu[l] = lu[l] + du;
-            lw[l] = lw[l] + dw;
-        }
-    }
+    return sweeps(s, 1);
 }
 
-/* One trial move (o -> n by d) on the 32 lanes of the near-candidate order (lj_kernel.h). c:
- * the M candidates in the active cell's frame (SoA), flag: room for M near flags, near: for M
- * indices. */
-static void cb_lanes_near(const lj_cbgeom *G, int M, const float *const c[3], const float o[3],
-                          const float d[3], const float n[3], int me, uint8_t *flag, int *near,
-                          double *lu, double *lw)
+static int sync_(lj_system *s)
 {
-    float m[3];
-    lj_cb_mid(o, d, m);
-    cb_near_flags(M, c, m, lj_cb_near_r2(G, d), flag);
-    flag[me] = 0;
-    int h = 0;
-    for (int k = 0; k < M; k++) { /* branch-free compaction */
-        near[h] = k;
-        h += flag[k];
-    }
-    for (int l = 0; l < LJ_CB_WARP; l++)
-        lu[l] = lw[l] = 0.0;
-    for (int i = 0; i < h; i++) {
-        const int k = near[i], l = i % LJ_CB_WARP;
-        lj_cb_candidate(G, o, n, c[0][k], c[1][k], c[2][k], &lu[l], &lw[l]);
-    }
+    return LJ_CB(s)->be->sync(LJ_CB(s)) ? lj_fail(s) : 0;
 }
 
-/* One active cell's sub-sweep: its particles visited `passes` times in a random order, each
- * trial move's energy change summed over the members of the neighbour cells in the canonical
- * lanes of lj_kernel.h. du, dw: the sum of the accepted changes in order. Returns the number accepted. */
-uint64_t lj_cb_cell_subsweep(const lj_system *s, const carlo_cell_data *d, int64_t cell,
-                             uint64_t step, double *du, double *dw)
+static int fresh(lj_system *s, double *U, double *W)
 {
-    const carlo_cell_grid *g = &s->cb.grid;
-    lj_cbgeom G = s->cb.geom;
-    lj_cb_set_delta(&G, s->delta);
-    const int n = (int)d->count[cell];
-    *du = *dw = 0.0;
-    if (n == 0)
-        return 0;
-    int xyz[3];
-    carlo_cell_coords(g, cell, xyz);
-    /* the candidates: members of the neighbour cells in canonical order, with their cells */
-    const int nq = lj_neighbour_count(g->dim);
-    int start[LJ_NEIGH_MAX + 1];
-    float sh[LJ_NEIGH_MAX][3];
-    int64_t cq[LJ_NEIGH_MAX];
-    start[0] = 0;
-    int centre = -1;
-    for (int q = 0; q < nq; q++) {
-        int off[3];
-        offset_of(g->dim, q, off);
-        cq[q] = carlo_cell_neighbor(g, xyz, off, sh[q]);
-        start[q + 1] = start[q] + (int)d->count[cq[q]];
-        if (off[0] == 0 && off[1] == 0 && off[2] == 0)
-            centre = q;
-    }
-    const int M = start[nq];
-    float *buf = malloc(sizeof(float) * 3 * (size_t)(M ? M : 1));
-    uint8_t *flag = malloc((size_t)(M ? M : 1));
-    int *near = malloc(sizeof(int) * (size_t)(M ? M : 1));
-    int *perm = malloc(sizeof(int) * (size_t)n);
-    if (!buf || !flag || !near || !perm) { /* cannot happen for cells of at most 1024: keep the state whole */
-        free(buf);
-        free(flag);
-        free(near);
-        free(perm);
-        return 0;
-    }
-    float *c[3]; /* the candidates in the active cell's frame: b + s, exact (lj_kernel.h) */
-    for (int a = 0; a < 3; a++)
-        c[a] = buf + (size_t)a * (size_t)M;
-    for (int q = 0; q < nq; q++)
-        for (int j = 0; j < (int)d->count[cq[q]]; j++) {
-            int k = start[q] + j;
-            for (int a = 0; a < 3; a++)
-                c[a][k] = a < g->dim ? d->pos[carlo_cell_slot(g, cq[q], j, a)] + sh[q][a] : 0.0f;
-        }
-    lj_cb_order(s->seed, step, (uint32_t)cell, n, perm);
-    const int T = G.lanes;
-    double lu[LJ_LANES], lw[LJ_LANES];
-    lj_uw lane[LJ_LANES];
-    uint64_t accepted = 0;
-    const int moves = n * s->cb.passes;
-    for (int k = 0; k < moves; k++) {
-        const int slot = perm[k % n], me = start[centre] + slot;
-        float dd[3];
-        double logu = lj_cb_trial(&G, s->seed, step, (uint32_t)cell, (uint32_t)k, dd);
-        float o[3] = {c[0][me], c[1][me], c[2][me]};
-        float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
-        if (!lj_cb_inside(&G, nw))
-            continue;
-        if (T == LJ_CB_WARP) {
-            cb_lanes_near(&G, M, (const float *const *)c, o, dd, nw, me, flag, near, lu, lw);
-        } else {
-            for (int l = 0; l < T; l++)
-                lu[l] = lw[l] = 0.0;
-            cb_lanes_all(&G, M, (const float *const *)c, o, nw, me, T, lu, lw);
-        }
-        for (int l = 0; l < T; l++) {
-            lane[l].u = lu[l];
-            lane[l].w = lw[l];
-        }
-        lj_tree(lane, (uint32_t)T);
-        if (lj_cb_accept(lane[0].u, s->beta, logu)) {
-            c[0][me] = nw[0];
-            c[1][me] = nw[1];
-            c[2][me] = nw[2];
-            *du = *du + lane[0].u;
-            *dw = *dw + lane[0].w;
-            accepted++;
-        }
-    }
-    for (int i = 0; i < n; i++)
-        for (int a = 0; a < g->dim; a++)
-            d->pos[carlo_cell_slot(g, cell, i, a)] = c[a][start[centre] + i];
-    free(buf);
-    free(flag);
-    free(near);
-    free(perm);
-    return accepted;
+    return LJ_CB(s)->be->fresh(LJ_CB(s), U, W) ? lj_fail(s) : 0;
 }
 
 /* ---------- reading the cells ---------- */
 
-int lj_cb_positions(lj_system *s, double *pos)
+/* The 27 (9) neighbour offsets in the canonical order: dz, dy, dx from -1 to 1. */
+static void offset_of(int dim, int q, int off[3])
 {
-    const carlo_cell_grid *g = &s->cb.grid;
+    off[0] = q % 3 - 1;
+    off[1] = (q / 3) % 3 - 1;
+    off[2] = dim == 3 ? q / 9 - 1 : 0;
+}
+
+static int positions(lj_system *ls, double *pos)
+{
+    lj_cb_system *s = LJ_CB(ls);
+    const carlo_cell_grid *g = &s->grid;
     carlo_cell_data d;
     if (lj_cb_cells_alloc(s, &d))
         return -1;
-    if (s->be->cb_download(s, &d, NULL, NULL)) {
+    if (s->be->download(s, &d, NULL, NULL)) {
         carlo_cell_data_free(&d);
-        return -1;
+        return lj_fail(ls);
     }
     int64_t k = 0;
     for (int64_t c = 0; c < g->ncells; c++) {
@@ -411,18 +320,19 @@ int lj_cb_positions(lj_system *s, double *pos)
     return 0;
 }
 
-int lj_cb_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
+static int widom(lj_system *ls, uint32_t n, uint64_t sample, double *out)
 {
-    const carlo_cell_grid *g = &s->cb.grid;
-    const lj_cbgeom *G = &s->cb.geom;
+    lj_cb_system *s = LJ_CB(ls);
+    const carlo_cell_grid *g = &s->grid;
+    const lj_cbgeom *G = &s->geom;
     carlo_cell_data d;
     if (lj_cb_cells_alloc(s, &d))
         return -1;
-    if (s->be->cb_download(s, &d, NULL, NULL)) {
+    if (s->be->download(s, &d, NULL, NULL)) {
         carlo_cell_data_free(&d);
-        return -1;
+        return lj_fail(ls);
     }
-    double tail = lj_widom_tail(s);
+    double tail = lj_widom_tail(ls);
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < (int64_t)n; k++) {
         double p[3];
@@ -455,3 +365,152 @@ int lj_cb_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
     carlo_cell_data_free(&d);
     return 0;
 }
+
+/* ---------- checkpoints ---------- */
+
+/* The cells as they are: lj/cb_shape (i32: m0 m1 m2 nmax lanes passes), lj/cb_pos (f32,
+ * dim nmax x ncells), lj/cb_index (u32, nmax x ncells), lj/cb_count (u32), lj/cb_acc (f64,
+ * 2 x ncells: the per-cell energy and virial sums), lj/cb_sets_done (u32: the sets of the
+ * sweep under way that substep did). */
+static int checkpoint(lj_system *ls, carlo_frame *f)
+{
+    lj_cb_system *s = LJ_CB(ls);
+    const carlo_cell_grid *g = &s->grid;
+    uint32_t done = s->sets_done;
+    if (lj_checkpoint_head(ls, f, 0, 0, 0, s->U0, s->W0) ||
+        carlo_frame_add_copy(f, "lj/cb_sets_done", CARLO_U32, 1, 1, &done))
+        return -1;
+    carlo_cell_data d;
+    if (lj_cb_cells_alloc(s, &d))
+        return -1;
+    double *acc = carlo_malloc(carlo_mulsize((size_t)g->ncells, 2 * sizeof(double)), "a checkpoint");
+    if (!acc || s->be->download(s, &d, acc, acc + g->ncells)) {
+        if (acc)
+            lj_fail(ls);
+        free(acc);
+        carlo_cell_data_free(&d);
+        return -1;
+    }
+    int32_t shape[6] = {g->m[0], g->m[1], g->m[2], g->nmax, s->geom.lanes, s->passes};
+    uint64_t nc = (uint64_t)g->ncells, nm = (uint64_t)g->nmax;
+    float *pos = d.pos;
+    uint32_t *aux = d.aux, *count = d.count;
+    if (carlo_frame_add_copy(f, "lj/cb_shape", CARLO_I32, 6, 1, shape) ||
+        carlo_frame_add_owned(f, "lj/cb_acc", CARLO_F64, 2, nc, acc)) {
+        carlo_cell_data_free(&d);
+        return -1;
+    }
+    d.pos = NULL;
+    if (carlo_frame_add_owned(f, "lj/cb_pos", CARLO_F32, (uint64_t)g->dim * nm, nc, pos)) {
+        carlo_cell_data_free(&d);
+        return -1;
+    }
+    d.aux = NULL;
+    if (carlo_frame_add_owned(f, "lj/cb_index", CARLO_U32, nm, nc, aux)) {
+        carlo_cell_data_free(&d);
+        return -1;
+    }
+    return carlo_frame_add_owned(f, "lj/cb_count", CARLO_U32, nc, 1, count);
+}
+
+/* Cells from a checkpoint: every invariant checked before they are used. */
+static int restore_cells(lj_cb_system *s, const carlo_frame *f)
+{
+    carlo_cell_grid *g = &s->grid;
+    const int32_t *shape = carlo_frame_expect(f, "lj/cb_shape", CARLO_I32, 6, 1);
+    if (!shape)
+        return -1;
+    if (shape[0] != g->m[0] || shape[1] != g->m[1] || shape[2] != g->m[2] || shape[3] < 1 ||
+        shape[3] > CARLO_CELL_NMAX_LIMIT || shape[4] != s->geom.lanes || shape[5] != s->passes)
+        return carlo_seterr("lj/cb_shape does not match the box, rc, sum order and passes");
+    g->nmax = shape[3];
+    uint64_t nc = (uint64_t)g->ncells, nm = (uint64_t)g->nmax;
+    const double *acc = carlo_frame_expect(f, "lj/cb_acc", CARLO_F64, 2, nc);
+    const float *pos = carlo_frame_expect(f, "lj/cb_pos", CARLO_F32, (uint64_t)g->dim * nm, nc);
+    const uint32_t *aux = carlo_frame_expect(f, "lj/cb_index", CARLO_U32, nm, nc);
+    const uint32_t *count = carlo_frame_expect(f, "lj/cb_count", CARLO_U32, nc, 1);
+    if (!acc || !pos || !aux || !count)
+        return -1;
+    carlo_cell_data d = {(float *)pos, (uint32_t *)aux, (uint32_t *)count};
+    if (carlo_cells_verify(g, &d, s->N))
+        return -1;
+    uint8_t *seen = carlo_calloc(s->N, 1, "a permutation check");
+    if (!seen)
+        return -1;
+    int rc = 0;
+    for (int64_t c = 0; c < g->ncells && rc == 0; c++)
+        for (int i = 0; i < (int)count[c] && rc == 0; i++) {
+            uint32_t idx = aux[carlo_cell_slot(g, c, i, 0)];
+            if (idx >= s->N || seen[idx])
+                rc = carlo_seterr("the cells' particle indices are not a permutation");
+            else
+                seen[idx] = 1;
+            for (int a = 0; a < g->dim && rc == 0; a++) {
+                double u = pos[carlo_cell_slot(g, c, i, a)], h = s->geom.h[a];
+                if (u / h != floor(u / h))
+                    rc = carlo_seterr("a position is off the coordinate grid");
+            }
+        }
+    free(seen);
+    for (uint64_t c = 0; c < 2 * nc && rc == 0; c++)
+        if (!isfinite(acc[c]))
+            rc = carlo_seterr("bad per-cell sums");
+    if (rc == 0)
+        rc = s->be->upload(s, &d, acc, acc + nc);
+    if (rc == 0) {
+        s->U = s->U0 + lj_cb_total(acc, g->ncells);
+        s->W = s->W0 + lj_cb_total(acc + nc, g->ncells);
+    }
+    return rc;
+}
+
+lj_system *lj_cb_restore(const carlo_frame *f, carlo_device_kind device)
+{
+    lj_head h;
+    if (lj_restore_head(f, device, &h))
+        return NULL;
+    const int32_t *cs = carlo_frame_expect(f, "lj/cb_shape", CARLO_I32, 6, 1);
+    if (!cs)
+        return NULL;
+    if (cs[4] != LJ_ORDER_NEAR && cs[4] != LJ_ORDER_CELL) {
+        carlo_seterr("lj/cb_shape: a sum over %d lanes (this carlo sums over %d, near, or %d, cell)",
+                     cs[4], LJ_ORDER_NEAR, LJ_ORDER_CELL);
+        return NULL;
+    }
+    h.p.order = cs[4];
+    h.p.passes = cs[5];
+    const uint32_t *done = NULL;
+    if (carlo_frame_find(f, "lj/cb_sets_done") && /* absent in older checkpoints */
+        !(done = carlo_frame_expect(f, "lj/cb_sets_done", CARLO_U32, 1, 1)))
+        return NULL;
+    lj_cb_system *s = create_bare(&h.p);
+    if (!s)
+        return NULL;
+    s->U0 = h.U;
+    s->W0 = h.W;
+    s->sets_done = done ? *done : 0;
+    if (s->sets_done >= (1u << (1 << s->dim)) - 1) { /* all of them: the sweep would have ended */
+        carlo_seterr("bad lj/cb_sets_done (%u)", s->sets_done);
+        destroy(&s->lj);
+        return NULL;
+    }
+    if (restore_cells(s, f)) {
+        destroy(&s->lj);
+        return NULL;
+    }
+    lj_restore_counters(&s->lj, &h);
+    return &s->lj;
+}
+
+static const lj_algo lj_cb_algo = {
+    .name = "checkerboard",
+    .sweeps = sweeps,
+    .sync = sync_,
+    .positions = positions,
+    .fresh = fresh,
+    .widom = widom,
+    .delta_max = delta_max,
+    .tune_chunk = tune_chunk,
+    .checkpoint = checkpoint,
+    .destroy = destroy,
+};

@@ -1,8 +1,8 @@
 -- gpu/lj/*: the GPU decomposition chain is the CPU chain, bit for bit, for every kernel
 -- variant and both energy sums (positions, running energy and virial, acceptances); Widom
 -- factors agree bit for bit; the running energy does not drift; cell lists that fill up
--- grow the same way on both. The checkerboard chain likewise, for every lane count, in 2D and
--- 3D, through cell growth.
+-- grow the same way on both. The checkerboard chain likewise, for both sum orders, in 2D and
+-- 3D, through cell growth, and for sub-sweeps driven one set at a time.
 local carlo = require "carlo"
 local check = require "check"
 if not check.gpu_or_skip("gpu/lj/decomposition-chain") then return end
@@ -18,16 +18,16 @@ end
 local function same(name, c, g)
   local pc, pg = c:snapshot().position, g:snapshot().position
   local ok = pc == pg and c.U == g.U and c.P == g.P and c.acceptance == g.acceptance
-    and c.moves == g.moves
+    and c.tried == g.tried and c.step == g.step
   return check.ok(name, ok, ("positions %s, U %.17g vs %.17g, acceptance %.17g vs %.17g")
     :format(pc == pg and "equal" or "differ", c.U, g.U, c.acceptance, g.acceptance))
 end
 
 local function chain(name, opts, moves, kernel)
   local c, g = pair(opts)
-  if kernel then g.kernel = kernel end
-  c:run{ moves = moves }
-  g:run{ moves = moves }
+  if kernel then g:launch{ kernel = kernel } end
+  c:trial(moves)
+  g:trial(moves)
   same(name, c, g)
   return c, g
 end
@@ -40,16 +40,16 @@ for _, k in ipairs{ "launch", "graph" } do
   chain("gpu/lj/decomposition-chain-" .. k, base, 10000, k)
 end
 -- continuing the same systems (the device state carries over between calls)
-c:run{ moves = 5000 }
-g:run{ moves = 5000 }
+c:trial(5000)
+g:trial(5000)
 same("gpu/lj/decomposition-chain-continued", c, g)
 -- T and delta changed between runs (the graph variant records its kernels again)
 local c2, g2 = pair(base)
-g2.kernel = "graph"
+g2:launch{ kernel = "graph" }
 for _, T in ipairs{ 0.85, 1.2 } do
   c2.T, g2.T, c2.delta, g2.delta = T, T, 0.1 * T, 0.1 * T
-  c2:run{ moves = 3000 }
-  g2:run{ moves = 3000 }
+  c2:trial(3000)
+  g2:trial(3000)
 end
 same("gpu/lj/decomposition-chain-retuned", c2, g2)
 
@@ -80,7 +80,7 @@ end
 -- the running energy of 10^5 GPU moves equals a recomputation
 for _, o in ipairs{ base, cells } do
   local _, b = pair(o)
-  b:run{ moves = 100000 }
+  b:trial(100000)
   local r = b:recompute()
   check.ok("gpu/lj/energy-drift-" .. b.energy_sum, r.drift <= 1e-9, ("drift %g"):format(r.drift))
 end
@@ -96,8 +96,8 @@ for x = 0, n - 1 do for y = 0, n - 1 do for z = 0, n - 1 do
 end end end
 local qa, qb = pair{ init = { position = pos, box = { L, L, L } }, T = 0.45, delta = 0.4 }
 local cap0 = qb.cell_capacity
-qa:run{ moves = 300000 }
-qb:run{ moves = 300000 }
+qa:trial(300000)
+qb:trial(300000)
 check.ok("gpu/lj/cells-overflow-grows", qb.cell_capacity > cap0 and qa.cell_capacity == qb.cell_capacity,
   ("capacity %d -> %d (cpu %d)"):format(cap0, qb.cell_capacity, qa.cell_capacity))
 same("gpu/lj/cells-overflow-chain", qa, qb)
@@ -109,7 +109,7 @@ local rb = sb:sample{ sweeps = 10, every = 2, widom = 50 }
 check.ok("gpu/lj/sample", ra.U.mean == rb.U.mean and ra.P.mean == rb.P.mean and
   ra.mu_ex.mean == rb.mu_ex.mean, ("U %.17g vs %.17g"):format(ra.U.mean, rb.U.mean))
 
--- checkerboard: every lane count, 2D, shifted, two passes, a large system (one warp per cell)
+-- checkerboard: both sum orders, 2D, shifted, two passes, a large system (one warp per cell)
 local function sweeps_chain(name, opts, sweeps)
   opts.mode = "checkerboard"
   local c, g = pair(opts)
@@ -118,14 +118,14 @@ local function sweeps_chain(name, opts, sweeps)
   same(name, c, g)
   return c, g
 end
-for _, lanes in ipairs{ 32, 64, 128 } do
-  sweeps_chain("gpu/lj/checkerboard-chain-lanes-" .. lanes, { N = 4000, rho = 0.776, T = 0.85,
-    lanes = lanes }, 20)
+for _, order in ipairs{ "near", "cell" } do
+  sweeps_chain("gpu/lj/checkerboard-chain-" .. order, { N = 4000, rho = 0.776, T = 0.85,
+    sum_order = order }, 20)
 end
 -- one warp per cell with crowded neighbourhoods: beyond the staged candidates (dense) and
 -- around that size (mixed), the rest read from the cells
-sweeps_chain("gpu/lj/checkerboard-chain-warp-dense", { N = 4000, rho = 1.0, T = 2.0, lanes = 32 }, 20)
-sweeps_chain("gpu/lj/checkerboard-chain-warp-mixed", { N = 4000, rho = 0.9, T = 1.5, lanes = 32 }, 20)
+sweeps_chain("gpu/lj/checkerboard-chain-warp-dense", { N = 4000, rho = 1.0, T = 2.0, sum_order = "near" }, 20)
+sweeps_chain("gpu/lj/checkerboard-chain-warp-mixed", { N = 4000, rho = 0.9, T = 1.5, sum_order = "near" }, 20)
 sweeps_chain("gpu/lj/checkerboard-chain-n500", { N = 500, rho = 0.776, T = 0.85, init = "random" }, 40)
 sweeps_chain("gpu/lj/checkerboard-chain-2d", { N = 3000, rho = 0.7, T = 0.6, dim = 2, init = "random" }, 30)
 sweeps_chain("gpu/lj/checkerboard-chain-shifted-passes", { N = 3000, rho = 0.6, T = 1.0, shift = true,
@@ -133,9 +133,9 @@ sweeps_chain("gpu/lj/checkerboard-chain-shifted-passes", { N = 3000, rho = 0.6, 
 local cbc, cbg = sweeps_chain("gpu/lj/checkerboard-chain-large", { N = 65536, rho = 0.8, T = 1.0 }, 5)
 -- one warp per cell over thousands of cells at once, each waiting for its neighbours of the
 -- sets before its own within the one launch of a sweep (2D too)
-sweeps_chain("gpu/lj/checkerboard-chain-warp-large", { N = 262144, rho = 0.8, T = 1.0, lanes = 32 }, 4)
+sweeps_chain("gpu/lj/checkerboard-chain-warp-large", { N = 262144, rho = 0.8, T = 1.0, sum_order = "near" }, 4)
 sweeps_chain("gpu/lj/checkerboard-chain-warp-large-2d", { N = 131072, rho = 0.7, T = 1.0, dim = 2,
-  lanes = 32 }, 6)
+  sum_order = "near" }, 6)
 local r, rc = cbg:recompute(), cbc:recompute()
 check.ok("gpu/lj/energy-drift-checkerboard", r.drift <= 1e-9, ("drift %g"):format(r.drift))
 check.ok("gpu/lj/checkerboard-recompute", r.U_fresh == rc.U_fresh and r.W_fresh == rc.W_fresh,
@@ -154,16 +154,38 @@ check.ok("gpu/lj/checkerboard-cells-grow", gb.nmax > nmax0 and ga.nmax == gb.nma
   ("nmax %d -> %d (cpu %d)"):format(nmax0, gb.nmax, ga.nmax))
 same("gpu/lj/checkerboard-grow-chain", ga, gb)
 
+-- sub-sweeps one set at a time (a launch each) are the sweeps of the CPU, in both orders, 3D
+-- and 2D, and half a sweep followed by a run finishes that sweep first
+for _, o in ipairs{ { sum_order = "near" }, { sum_order = "cell" }, { sum_order = "near", dim = 2 } } do
+  local opts = { N = 4000, rho = 0.776, T = 0.85, mode = "checkerboard", init = "random", seed = 21,
+                 sum_order = o.sum_order, dim = o.dim }
+  local c, g = pair(opts)
+  c:run{ sweeps = 3 }
+  for _ = 1, 3 do for _, set in ipairs(g.set_order) do g:substep(set) end end
+  same(("gpu/lj/checkerboard-substeps-%s-%dd"):format(o.sum_order, g.dim), c, g)
+  local first = g.set_order
+  g:substep(first[1]); g:substep(first[2]); g:substep(first[3])
+  c:run{ sweeps = 2 }
+  g:run{ sweeps = 2 }
+  same(("gpu/lj/checkerboard-half-sweep-%s-%dd"):format(o.sum_order, g.dim), c, g)
+end
+-- a condensing gas grows its cells in a shift that ends a sweep of sub-sweeps, as in a run
+local ha, hb = pair{ N = 2000, rho = 0.03, T = 0.45, rc = 3.5, mode = "checkerboard", delta = 0.6,
+  init = "fcc", seed = 12 }
+ha:run{ sweeps = 400 }
+for _ = 1, 400 do for _, set in ipairs(hb.set_order) do hb:substep(set) end end
+same("gpu/lj/checkerboard-substeps-grow", ha, hb)
+
 -- checkpoints continue bit for bit (when the trajectory container offers carlo.load; the
 -- restored system runs on the default device, and the chain is the same on either)
 if carlo.load then
   local path = check.tmp .. "/lj-gpu.ckpt"
   local _, b = pair(cells)
-  b:run{ moves = 5000 }
+  b:trial(5000)
   b:save(path)
   local r = carlo.load(path)
-  r:run{ moves = 5000 }
-  b:run{ moves = 5000 }
+  r:trial(5000)
+  b:trial(5000)
   same("gpu/lj/checkpoint-continues", r, b)
 else
   check.skip("gpu/lj/checkpoint-continues", "carlo.load is not in this build")

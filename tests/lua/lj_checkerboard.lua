@@ -12,10 +12,11 @@ local function lj(t)
 end
 
 check.raises("lua/lj/checkerboard-error-moves", function()
-  lj{ N = 500, rho = 0.776, T = 0.85, mode = "checkerboard" }:run{ moves = 10 } end,
-  "moves = is for mode = \"decomposition\"")
+  lj{ N = 500, rho = 0.776, T = 0.85, mode = "checkerboard" }:trial(10) end,
+  "single trial moves belong to mode = \"decomposition\"")
 check.raises("lua/lj/checkerboard-error-lanes", function()
-  lj{ N = 500, rho = 0.776, T = 0.85, mode = "checkerboard", lanes = 48 } end, "lanes must be 32, 64 or 128")
+  lj{ N = 500, rho = 0.776, T = 0.85, mode = "checkerboard", lanes = 48 } end,
+  "lanes must be 32 (sum_order = \"near\") or 128 (sum_order = \"cell\") (got 48)")
 check.raises("lua/lj/checkerboard-error-passes-decomposition", function()
   lj{ N = 500, rho = 0.776, T = 0.85, passes = 2 } end, "passes belongs to mode = \"checkerboard\"")
 check.raises("lua/lj/checkerboard-error-energy-sum", function()
@@ -25,17 +26,18 @@ check.raises("lua/lj/checkerboard-error-delta", function()
   lj{ N = 4000, rho = 0.776, T = 0.85, mode = "checkerboard", delta = 2 } end, "half the narrowest cell")
 
 -- the running energy after 200 sweeps of N = 500 (10^5 trial moves), and of a 2D system, in
--- both orders of a move's sum (lj_kernel.h: these sizes choose 128 lanes; 32 = near candidates)
+-- both orders of a move's sum (lj_cb_kernel.h: these sizes choose the order cell; near = near
+-- candidates)
 for _, c in ipairs{ { N = 500, rho = 0.776, sweeps = 200 }, { N = 2000, rho = 0.7, dim = 2, sweeps = 50 },
                     { N = 4000, rho = 0.6, sweeps = 25, shift = true },
-                    { N = 500, rho = 0.776, sweeps = 200, lanes = 32 },
-                    { N = 2000, rho = 0.7, dim = 2, sweeps = 50, lanes = 32 },
-                    { N = 4000, rho = 0.6, sweeps = 25, shift = true, lanes = 32 } } do
+                    { N = 500, rho = 0.776, sweeps = 200, order = "near" },
+                    { N = 2000, rho = 0.7, dim = 2, sweeps = 50, order = "near" },
+                    { N = 4000, rho = 0.6, sweeps = 25, shift = true, order = "near" } } do
   local s = lj{ N = c.N, rho = c.rho, T = 0.85, mode = "checkerboard", init = "random", dim = c.dim,
-                shift = c.shift, lanes = c.lanes }
+                shift = c.shift, sum_order = c.order }
   s:run{ sweeps = c.sweeps }
   local r = s:recompute()
-  check.ok(("lua/lj/energy-drift-checkerboard-%dd-%d-lanes%d"):format(s.dim, s.N, s.lanes),
+  check.ok(("lua/lj/energy-drift-checkerboard-%dd-%d-%s"):format(s.dim, s.N, s.sum_order),
     r.drift <= 1e-9 and s.acceptance > 0.05 and s.step == c.sweeps,
     ("running %.15g, fresh %.15g, drift %.3g, acceptance %.3f"):format(r.U_running, r.U_fresh, r.drift,
       s.acceptance))
@@ -53,7 +55,7 @@ local cb = measure({ N = 500, rho = 0.776, T = 0.85, init = "random", seed = 3, 
 check.agree("lua/lj/checkerboard-vs-decomposition-U", cb.U.mean, cb.U.err, d.U.mean, d.U.err, 3)
 check.agree("lua/lj/checkerboard-vs-decomposition-P", cb.P.mean, cb.P.err, d.P.mean, d.P.err, 3)
 local cw = measure({ N = 500, rho = 0.776, T = 0.85, init = "random", seed = 6, mode = "checkerboard",
-  lanes = 32 }, 500, 3000)
+  sum_order = "near" }, 500, 3000)
 check.agree("lua/lj/checkerboard-near-vs-decomposition-U", cw.U.mean, cw.U.err, d.U.mean, d.U.err, 3)
 check.agree("lua/lj/checkerboard-near-vs-decomposition-P", cw.P.mean, cw.P.err, d.P.mean, d.P.err, 3)
 -- the comparison is meaningful: both runs reached a plateau, with errors below 1 %

@@ -11,9 +11,9 @@ local cases = {
 for _, c in ipairs(cases) do
   local s = carlo.lj{ N = c.N, rho = c.rho, T = 0.85, seed = 3, device = "cpu", dim = c.dim,
                       energy_sum = c.energy_sum, init = "random", delta = 0.15 }
-  s:run{ moves = 100000 }
+  s:trial(100000)
   local r = s:recompute()
-  check.ok("lua/lj/energy-drift-" .. c.name, r.drift <= 1e-9 and s.moves == 100000,
+  check.ok("lua/lj/energy-drift-" .. c.name, r.drift <= 1e-9 and s.tried == 100000,
     ("running %.15g, fresh %.15g, drift %.3g"):format(r.U_running, r.U_fresh, r.drift))
 end
 

@@ -8,27 +8,31 @@
 #include "check.h"
 #include "core/error.h"
 #include "lj/lj.h"
+#include "lj/lj_cb.h"
+#include "lj/lj_dec.h"
 #include "traj/checkpoint.h"
 
-static lj_system *make(uint32_t N, int dim, double rho, double T, double rc, int sum,
-                       lj_init init, uint64_t seed)
+static lj_dec_system *make(uint32_t N, int dim, double rho, double T, double rc, int sum,
+                           lj_init init, uint64_t seed)
 {
     double side = pow(N / rho, 1.0 / dim);
     lj_params p = {.N = N, .dim = dim, .box = {side, side, dim == 3 ? side : 1.0}, .rc = rc,
                    .T = T, .delta = 0.12, .shift = 0, .tail = 1, .mode = LJ_DECOMPOSITION,
                    .sum = sum, .device = CARLO_CPU, .seed = seed, .init = init};
-    lj_system *s = lj_create(&p);
+    lj_dec_system *s = LJ_DEC(lj_create(&p));
     if (!s)
         printf("lj_create failed: %s\n", carlo_errmsg());
     return s;
 }
 
-static double *positions(lj_system *s)
+static double *positions_of(lj_system *s)
 {
     double *pos = malloc(sizeof(double) * 3 * s->N);
     lj_positions(s, pos);
     return pos;
 }
+
+#define positions(s) positions_of(&(s)->lj)
 
 static void test_exp(void)
 {
@@ -126,10 +130,10 @@ static void test_cb_order(void)
 static void test_tails(void)
 {
     for (int dim = 2; dim <= 3; dim++) {
-        lj_system *s = make(256, dim, 0.5, 1.0, 2.5, LJ_SUM_ALL, LJ_INIT_FCC, 1);
+        lj_dec_system *s = make(256, dim, 0.5, 1.0, 2.5, LJ_SUM_ALL, LJ_INIT_FCC, 1);
         if (!s)
             return;
-        double rho = lj_density(s), rc = 2.5, iu = 0, ip = 0;
+        double rho = lj_density(&s->lj), rc = 2.5, iu = 0, ip = 0;
         /* substitute r = rc / t, t in (0, 1]: dr = rc / t^2 dt; Simpson on a fine grid */
         int n = 200000;
         for (int k = 0; k <= n; k++) {
@@ -149,22 +153,22 @@ static void test_tails(void)
         double ue = 0.5 * rho * iu, pe = -rho * rho / (2.0 * dim) * ip;
         char name[64];
         snprintf(name, sizeof name, "unit/lj/tail-energy-%dd", dim);
-        CHECK(name, fabs(lj_tail_energy(s) - ue) < 1e-10 * fabs(ue), "%.15g vs %.15g",
-              lj_tail_energy(s), ue);
+        CHECK(name, fabs(lj_tail_energy(&s->lj) - ue) < 1e-10 * fabs(ue), "%.15g vs %.15g",
+              lj_tail_energy(&s->lj), ue);
         snprintf(name, sizeof name, "unit/lj/tail-pressure-%dd", dim);
-        CHECK(name, fabs(lj_tail_pressure(s) - pe) < 1e-10 * fabs(pe), "%.15g vs %.15g",
-              lj_tail_pressure(s), pe);
-        lj_destroy(s);
+        CHECK(name, fabs(lj_tail_pressure(&s->lj) - pe) < 1e-10 * fabs(pe), "%.15g vs %.15g",
+              lj_tail_pressure(&s->lj), pe);
+        lj_destroy(&s->lj);
     }
 }
 
 /* Brute-force pair double loop, i < j, no cells: the from-scratch energy must agree. */
 static void test_fresh(void)
 {
-    lj_system *s = make(1500, 3, 0.8, 1.0, 2.5, -1, LJ_INIT_RANDOM, 5);
+    lj_dec_system *s = make(1500, 3, 0.8, 1.0, 2.5, -1, LJ_INIT_RANDOM, 5);
     if (!s)
         return;
-    lj_moves(s, 20000);
+    lj_trial_moves(&s->lj, 20000);
     double *pos = positions(s);
     double U = 0, W = 0;
     for (uint32_t i = 0; i < s->N; i++)
@@ -177,7 +181,7 @@ static void test_fresh(void)
             W += w;
         }
     double Uf, Wf;
-    lj_energy_fresh(s, pos, &Uf, &Wf);
+    lj_energy_fresh(&s->lj, pos, &Uf, &Wf);
     CHECK("unit/lj/fresh-energy", fabs(Uf - U) < 1e-11 * fabs(U) && fabs(Wf - W) < 1e-11 * fabs(W),
           "U %.15g vs %.15g, W %.15g vs %.15g", Uf, U, Wf, W);
     CHECK("unit/lj/running-energy", fabs(s->U - U) < 1e-10 * fabs(U) && fabs(s->W - W) < 1e-10 * fabs(W),
@@ -201,25 +205,25 @@ static void test_fresh(void)
     free(seen);
     lj_cell_lists_free(&c);
     free(pos);
-    lj_destroy(s);
+    lj_destroy(&s->lj);
 }
 
 /* The decomposition chain of the CPU backend equals the serial reference, move for move. */
 static void test_serial(int dim, int sum, uint32_t N, double rho, const char *name)
 {
-    lj_system *s = make(N, dim, rho, 0.9, 2.5, sum, LJ_INIT_RANDOM, 11);
+    lj_dec_system *s = make(N, dim, rho, 0.9, 2.5, sum, LJ_INIT_RANDOM, 11);
     if (!s)
         return;
     if ((int)s->sum != sum) {
         CHECK(name, 0, "asked for sum %d, got %d", sum, (int)s->sum);
-        lj_destroy(s);
+        lj_destroy(&s->lj);
         return;
     }
     double *ref = positions(s);
     double U = s->U, W = s->W;
     uint64_t acc = 0, n = 20000;
     lj_serial_moves(&s->g, s->N, s->beta, s->delta, s->seed, 0, n, ref, &U, &W, &acc);
-    lj_moves(s, n);
+    lj_trial_moves(&s->lj, n);
     double *pos = positions(s);
     int same = memcmp(pos, ref, sizeof(double) * 3 * s->N) == 0;
     CHECK(name, same && acc == s->accepted && fabs(U - s->U) < 1e-10 * fabs(U) &&
@@ -228,7 +232,7 @@ static void test_serial(int dim, int sum, uint32_t N, double rho, const char *na
           (unsigned long long)s->accepted, (unsigned long long)acc, s->U, U);
     free(ref);
     free(pos);
-    lj_destroy(s);
+    lj_destroy(&s->lj);
 }
 
 /* Run 2n moves, or n, checkpoint (through a file), restore, n more: the same bits. */
@@ -237,26 +241,26 @@ static void test_checkpoint(int sum, const char *name)
     const char *dir = getenv("CARLO_TEST_TMP");
     char path[512];
     snprintf(path, sizeof path, "%s/lj-unit.ckpt", dir ? dir : "/tmp");
-    lj_system *a = make(1372, 3, 0.7, 1.1, 2.5, sum, LJ_INIT_FCC, 3);
-    lj_system *b = make(1372, 3, 0.7, 1.1, 2.5, sum, LJ_INIT_FCC, 3);
+    lj_dec_system *a = make(1372, 3, 0.7, 1.1, 2.5, sum, LJ_INIT_FCC, 3);
+    lj_dec_system *b = make(1372, 3, 0.7, 1.1, 2.5, sum, LJ_INIT_FCC, 3);
     if (!a || !b)
         return;
-    lj_moves(a, 30000);
-    lj_moves(b, 15000);
+    lj_trial_moves(&a->lj, 30000);
+    lj_trial_moves(&b->lj, 15000);
     carlo_frame f, g;
     carlo_frame_init(&f);
-    int rc = lj_checkpoint(b, &f) || traj_checkpoint_save(path, &f);
+    int rc = lj_checkpoint(&b->lj, &f) || traj_checkpoint_save(path, &f);
     carlo_frame_free(&f);
-    lj_destroy(b);
+    lj_destroy(&b->lj);
     rc = rc || traj_checkpoint_load(path, &g);
-    lj_system *c = rc ? NULL : lj_restore(&g, CARLO_CPU);
+    lj_dec_system *c = rc ? NULL : LJ_DEC(lj_restore(&g, CARLO_CPU));
     carlo_frame_free(&g);
     if (!c) {
         CHECK(name, 0, "restore failed: %s", carlo_errmsg());
-        lj_destroy(a);
+        lj_destroy(&a->lj);
         return;
     }
-    lj_moves(c, 15000);
+    lj_trial_moves(&c->lj, 15000);
     double *pa = positions(a), *pc = positions(c);
     int same = memcmp(pa, pc, sizeof(double) * 3 * a->N) == 0;
     CHECK(name, same && a->U == c->U && a->W == c->W && a->accepted == c->accepted &&
@@ -264,20 +268,20 @@ static void test_checkpoint(int sum, const char *name)
           "positions %s, U %.17g vs %.17g", same ? "equal" : "differ", a->U, c->U);
     free(pa);
     free(pc);
-    lj_destroy(a);
-    lj_destroy(c);
+    lj_destroy(&a->lj);
+    lj_destroy(&c->lj);
 }
 
 static void test_bad_checkpoint(void)
 {
-    lj_system *s = make(500, 3, 0.8, 1.0, 2.5, LJ_SUM_CELLS, LJ_INIT_FCC, 3);
+    lj_dec_system *s = make(500, 3, 0.8, 1.0, 2.5, LJ_SUM_CELLS, LJ_INIT_FCC, 3);
     if (!s) { /* 500 at 0.8 has 3 cells per axis: cells are allowed when asked for */
         CHECK("unit/lj/checkpoint-untrusted", 0, "no system");
         return;
     }
     carlo_frame f;
     carlo_frame_init(&f);
-    lj_checkpoint(s, &f);
+    lj_checkpoint(&s->lj, &f);
     /* corrupt one list entry: the restore must refuse it, not run with it */
     for (int i = 0; i < f.n; i++)
         if (strcmp(f.chunk[i].name, "lj/cell_order") == 0) {
@@ -292,13 +296,13 @@ static void test_bad_checkpoint(void)
           "restore accepted bad cell lists (%s)", r ? "no error" : carlo_errmsg());
     lj_destroy(r);
     carlo_frame_free(&f);
-    lj_destroy(s);
+    lj_destroy(&s->lj);
 }
 
 /* The canonical order, written out plainly: candidates in list order, lane k % LJ_LANES,
  * the full halving tree over the lanes, then over the tiles. The backend's Widom factors
  * must match it bit for bit (the GPU's are compared with the CPU's in tests/gpu). */
-static double canonical_energy(const lj_system *s, const double *pos, const lj_cell_lists *c,
+static double canonical_energy(const lj_dec_system *s, const double *pos, const lj_cell_lists *c,
                                const int32_t *start, const double p[3])
 {
     lj_uw tiles[LJ_TILES_MAX], lane[LJ_LANES];
@@ -334,10 +338,10 @@ static double canonical_energy(const lj_system *s, const double *pos, const lj_c
 
 static void test_canonical(int sum, uint32_t N, double rho, const char *name)
 {
-    lj_system *s = make(N, 3, rho, 0.9, 2.5, sum, LJ_INIT_RANDOM, 21);
+    lj_dec_system *s = make(N, 3, rho, 0.9, 2.5, sum, LJ_INIT_RANDOM, 21);
     if (!s)
         return;
-    lj_moves(s, s->sum == LJ_SUM_CELLS ? 50000 : 500); /* lists no longer in index order */
+    lj_trial_moves(&s->lj, s->sum == LJ_SUM_CELLS ? 50000 : 500); /* lists no longer in index order */
     double *pos = positions(s);
     lj_cell_lists c = {0};
     int32_t *start = NULL;
@@ -355,7 +359,7 @@ static void test_canonical(int sum, uint32_t N, double rho, const char *name)
     for (uint32_t k = 0; k < n && bad < 0; k++) {
         double p[3];
         lj_widom_position(&s->g, s->seed, 7, k, p);
-        double want = lj_widom_factor(canonical_energy(s, pos, &c, start, p), lj_widom_tail(s), s->beta);
+        double want = lj_widom_factor(canonical_energy(s, pos, &c, start, p), lj_widom_tail(&s->lj), s->beta);
         if (memcmp(&want, &got[k], sizeof want) != 0)
             bad = (int)k;
     }
@@ -363,25 +367,25 @@ static void test_canonical(int sum, uint32_t N, double rho, const char *name)
     free(start);
     lj_cell_lists_free(&c);
     free(pos);
-    lj_destroy(s);
+    lj_destroy(&s->lj);
 }
 
 /* ---------- checkerboard ---------- */
 
-static lj_system *make_cb_rc(uint32_t N, int dim, double rho, double T, uint64_t seed, double rc,
-                             lj_init init)
+static lj_cb_system *make_cb_rc(uint32_t N, int dim, double rho, double T, uint64_t seed, double rc,
+                                lj_init init)
 {
     double side = pow(N / rho, 1.0 / dim);
     lj_params p = {.N = N, .dim = dim, .box = {side, side, dim == 3 ? side : 1.0}, .rc = rc,
                    .T = T, .delta = 0.12, .shift = 0, .tail = 1, .mode = LJ_CHECKERBOARD,
                    .sum = -1, .device = CARLO_CPU, .seed = seed, .init = init};
-    lj_system *s = lj_create(&p);
+    lj_cb_system *s = LJ_CB(lj_create(&p));
     if (!s)
         printf("lj_create failed: %s\n", carlo_errmsg());
     return s;
 }
 
-static lj_system *make_cb(uint32_t N, int dim, double rho, double T, uint64_t seed)
+static lj_cb_system *make_cb(uint32_t N, int dim, double rho, double T, uint64_t seed)
 {
     return make_cb_rc(N, dim, rho, T, seed, 2.5, LJ_INIT_RANDOM);
 }
@@ -390,25 +394,25 @@ static lj_system *make_cb(uint32_t N, int dim, double rho, double T, uint64_t se
  * its cell and on the coordinate grid. */
 static void test_cb_invariants(int dim, uint32_t N, double rho, const char *name)
 {
-    lj_system *s = make_cb(N, dim, rho, 0.9, 31);
+    lj_cb_system *s = make_cb(N, dim, rho, 0.9, 31);
     if (!s)
         return;
-    lj_run(s, 60);
+    lj_run(&s->lj, 60);
     carlo_cell_data d;
     lj_cb_cells_alloc(s, &d);
-    s->be->cb_download(s, &d, NULL, NULL);
-    int ok = carlo_cells_verify(&s->cb.grid, &d, s->N) == 0;
+    s->be->download(s, &d, NULL, NULL);
+    int ok = carlo_cells_verify(&s->grid, &d, s->N) == 0;
     const char *why = ok ? "" : carlo_errmsg();
     uint8_t *seen = calloc(s->N, 1);
-    for (int64_t c = 0; c < s->cb.grid.ncells && ok; c++)
+    for (int64_t c = 0; c < s->grid.ncells && ok; c++)
         for (int i = 0; i < (int)d.count[c] && ok; i++) {
-            uint32_t idx = d.aux[carlo_cell_slot(&s->cb.grid, c, i, 0)];
+            uint32_t idx = d.aux[carlo_cell_slot(&s->grid, c, i, 0)];
             ok = idx < s->N && !seen[idx];
             if (ok)
                 seen[idx] = 1;
             for (int a = 0; a < dim && ok; a++) {
-                double u = d.pos[carlo_cell_slot(&s->cb.grid, c, i, a)];
-                ok = u / s->cb.geom.h[a] == floor(u / s->cb.geom.h[a]);
+                double u = d.pos[carlo_cell_slot(&s->grid, c, i, a)];
+                ok = u / s->geom.h[a] == floor(u / s->geom.h[a]);
             }
             if (!ok)
                 why = "a particle index repeats or a coordinate is off the grid";
@@ -416,7 +420,7 @@ static void test_cb_invariants(int dim, uint32_t N, double rho, const char *name
     CHECK(name, ok && s->step == 60, "%s", why);
     free(seen);
     carlo_cell_data_free(&d);
-    lj_destroy(s);
+    lj_destroy(&s->lj);
 }
 
 /* The near filter of a move's sum (lj_kernel.h) keeps every candidate within rc of either end
@@ -425,16 +429,16 @@ static void test_cb_invariants(int dim, uint32_t N, double rho, const char *name
  * active cell's frame give the separations of the cells' own frames, bit for bit. */
 static void test_cb_near(int dim, uint32_t N, double rho, const char *name)
 {
-    lj_system *s = make_cb(N, dim, rho, 1.0, 5);
+    lj_cb_system *s = make_cb(N, dim, rho, 1.0, 5);
     if (!s)
         return;
-    lj_run(s, 5);
-    lj_cbgeom G = s->cb.geom;
-    lj_cb_set_delta(&G, lj_delta_max(s));
-    const carlo_cell_grid *g = &s->cb.grid;
+    lj_run(&s->lj, 5);
+    lj_cbgeom G = s->geom;
+    lj_cb_set_delta(&G, lj_delta_max(&s->lj));
+    const carlo_cell_grid *g = &s->grid;
     carlo_cell_data d;
     lj_cb_cells_alloc(s, &d);
-    s->be->cb_download(s, &d, NULL, NULL);
+    s->be->download(s, &d, NULL, NULL);
     long hits = 0, missed = 0, near = 0, differ = 0;
     const int nq = lj_neighbour_count(dim);
     for (int64_t c = 0; c < g->ncells; c++) {
@@ -486,7 +490,7 @@ static void test_cb_near(int dim, uint32_t N, double rho, const char *name)
     CHECK(name, hits > 1000 && missed == 0 && near < 2 * hits && differ == 0,
           "%ld of %ld missed, %ld near, %ld differ", missed, hits, near, differ);
     carlo_cell_data_free(&d);
-    lj_destroy(s);
+    lj_destroy(&s->lj);
 }
 
 /* 2n sweeps, or n, checkpoint (through a file), restore, n more: the same cells and sums. */
@@ -495,25 +499,25 @@ static void test_cb_checkpoint(void)
     const char *dir = getenv("CARLO_TEST_TMP");
     char path[512];
     snprintf(path, sizeof path, "%s/lj-unit-cb.ckpt", dir ? dir : "/tmp");
-    lj_system *a = make_cb(3000, 3, 0.8, 1.0, 8), *b = make_cb(3000, 3, 0.8, 1.0, 8);
+    lj_cb_system *a = make_cb(3000, 3, 0.8, 1.0, 8), *b = make_cb(3000, 3, 0.8, 1.0, 8);
     if (!a || !b)
         return;
-    lj_run(a, 20);
-    lj_run(b, 10);
+    lj_run(&a->lj, 20);
+    lj_run(&b->lj, 10);
     carlo_frame f, g;
     carlo_frame_init(&f);
-    int rc = lj_checkpoint(b, &f) || traj_checkpoint_save(path, &f);
+    int rc = lj_checkpoint(&b->lj, &f) || traj_checkpoint_save(path, &f);
     carlo_frame_free(&f);
-    lj_destroy(b);
+    lj_destroy(&b->lj);
     rc = rc || traj_checkpoint_load(path, &g);
-    lj_system *c = rc ? NULL : lj_restore(&g, CARLO_CPU);
+    lj_cb_system *c = rc ? NULL : LJ_CB(lj_restore(&g, CARLO_CPU));
     if (!c) {
         CHECK("unit/lj/checkpoint-continues-checkerboard", 0, "restore failed: %s", carlo_errmsg());
         carlo_frame_free(&g);
-        lj_destroy(a);
+        lj_destroy(&a->lj);
         return;
     }
-    lj_run(c, 10);
+    lj_run(&c->lj, 10);
     double *pa = positions(a), *pc = positions(c);
     int same = memcmp(pa, pc, sizeof(double) * 3 * a->N) == 0;
     CHECK("unit/lj/checkpoint-continues-checkerboard",
@@ -527,7 +531,7 @@ static void test_cb_checkpoint(void)
             for (int j = 0; j < g.n; j++)
                 if (strcmp(g.chunk[j].name, "lj/cb_count") == 0)
                     cnt = g.chunk[j].owned;
-            for (int64_t k = 0; cnt && k < c->cb.grid.ncells; k++)
+            for (int64_t k = 0; cnt && k < c->grid.ncells; k++)
                 if (cnt[k]) { /* the first particle of the first occupied cell */
                     pos[k] = nextafterf(pos[k], 10.0f);
                     break;
@@ -540,38 +544,98 @@ static void test_cb_checkpoint(void)
     carlo_frame_free(&g);
     free(pa);
     free(pc);
-    lj_destroy(a);
-    lj_destroy(c);
+    lj_destroy(&a->lj);
+    lj_destroy(&c->lj);
 }
 
 /* A condensing gas fills its cells beyond the first capacity (about 1 per cell of 3.5^3 at the
  * start, 30 in a droplet): the cells grow, nothing is lost. */
 static void test_cb_grow(void)
 {
-    lj_system *s = make_cb_rc(2000, 3, 0.03, 0.45, 12, 3.5, LJ_INIT_FCC);
+    lj_cb_system *s = make_cb_rc(2000, 3, 0.03, 0.45, 12, 3.5, LJ_INIT_FCC);
     if (!s)
         return;
-    int nmax0 = s->cb.grid.nmax;
-    double delta = lj_delta_max(s) < 0.6 ? lj_delta_max(s) : 0.6;
-    lj_set_delta(s, delta);
-    lj_run(s, 400);
+    int nmax0 = s->grid.nmax;
+    double delta = lj_delta_max(&s->lj) < 0.6 ? lj_delta_max(&s->lj) : 0.6;
+    lj_set_delta(&s->lj, delta);
+    lj_run(&s->lj, 400);
     double Ur, Uf;
-    lj_recompute(s, &Ur, &Uf);
+    lj_recompute(&s->lj, &Ur, &Uf);
     carlo_cell_data d;
     lj_cb_cells_alloc(s, &d);
-    s->be->cb_download(s, &d, NULL, NULL);
-    int ok = carlo_cells_verify(&s->cb.grid, &d, s->N) == 0;
-    CHECK("unit/lj/checkerboard-cells-grow", ok && s->cb.grid.nmax > nmax0 && s->drift <= 1e-9,
-          "nmax %d -> %d, drift %g, %s", nmax0, s->cb.grid.nmax, s->drift, ok ? "cells fine" : carlo_errmsg());
+    s->be->download(s, &d, NULL, NULL);
+    int ok = carlo_cells_verify(&s->grid, &d, s->N) == 0;
+    CHECK("unit/lj/checkerboard-cells-grow", ok && s->grid.nmax > nmax0 && s->drift <= 1e-9,
+          "nmax %d -> %d, drift %g, %s", nmax0, s->grid.nmax, s->drift, ok ? "cells fine" : carlo_errmsg());
     carlo_cell_data_free(&d);
-    lj_destroy(s);
+    lj_destroy(&s->lj);
+}
+
+/* The same state, bit for bit: positions, running sums, counters and step. */
+static int same_cb(lj_cb_system *a, lj_cb_system *b)
+{
+    double *pa = positions(a), *pb = positions(b);
+    int same = memcmp(pa, pb, sizeof(double) * 3 * a->N) == 0 && a->U == b->U && a->W == b->W &&
+               a->tried == b->tried && a->accepted == b->accepted && a->step == b->step &&
+               a->sets_done == b->sets_done;
+    free(pa);
+    free(pb);
+    return same;
+}
+
+/* Sub-sweeps in the order of the sweep's sets are that sweep, bit for bit (the shift comes
+ * with the last); a checkpoint taken halfway through a sweep continues it; a set's second
+ * sub-sweep in one sweep, and a checkpoint that says every set is done, are refused. */
+static void test_cb_substep(int dim, const char *name)
+{
+    lj_cb_system *a = make_cb(2000, dim, 0.7, 1.0, 9), *b = make_cb(2000, dim, 0.7, 1.0, 9);
+    if (!a || !b)
+        return;
+    lj_run(&a->lj, 3);
+    int order[8], ok = 1;
+    for (int k = 0; k < 3; k++) {
+        lj_cb_set_order(b, order);
+        for (int q = 0; q < 1 << dim; q++)
+            ok &= lj_substep(&b->lj, order[q]) == 0;
+    }
+    CHECK(name, ok && same_cb(a, b) && b->step == 3, "sub-sweeps differ from sweeps");
+    lj_cb_set_order(b, order);
+    ok = lj_substep(&b->lj, order[2]) == 0 && lj_substep(&b->lj, order[0]) == 0;
+    int refused = lj_substep(&b->lj, order[2]) != 0 && strstr(carlo_errmsg(), "already");
+    carlo_frame f;
+    carlo_frame_init(&f);
+    ok &= lj_checkpoint(&b->lj, &f) == 0;
+    lj_cb_system *c = LJ_CB(lj_restore(&f, CARLO_CPU));
+    ok &= c && same_cb(b, c);
+    if (c) {
+        lj_run(&b->lj, 2);
+        lj_run(&c->lj, 2);
+        ok &= same_cb(b, c) && c->step == 5 && c->sets_done == 0;
+    }
+    char sub[96];
+    snprintf(sub, sizeof sub, "%s-checkpoint-halfway", name);
+    CHECK(sub, ok && refused, "%s", refused ? "the continuation differs" : "a set's second sub-sweep ran");
+    for (int i = 0; i < f.n; i++)
+        if (strcmp(f.chunk[i].name, "lj/cb_sets_done") == 0)
+            *(uint32_t *)f.chunk[i].owned = (1u << (1 << dim)) - 1;
+    lj_system *r = lj_restore(&f, CARLO_CPU);
+    snprintf(sub, sizeof sub, "%s-untrusted", name);
+    CHECK(sub, r == NULL && strstr(carlo_errmsg(), "cb_sets_done"), "restore accepted every set done (%s)",
+          r ? "no error" : carlo_errmsg());
+    lj_destroy(r);
+    carlo_frame_free(&f);
+    if (c)
+        lj_destroy(&c->lj);
+    lj_destroy(&a->lj);
+    lj_destroy(&b->lj);
 }
 
 /* A trajectory frame: GSD names and shapes, positions in [-L/2, L/2) as floats. */
 static void test_frame(void)
 {
     for (int mode = 0; mode < 2; mode++) {
-        lj_system *s = mode ? make_cb(1000, 3, 0.7, 1.0, 4) : make(1000, 3, 0.7, 1.0, 2.5, -1, LJ_INIT_RANDOM, 4);
+        lj_system *s = mode ? (lj_system *)make_cb(1000, 3, 0.7, 1.0, 4)
+                            : (lj_system *)make(1000, 3, 0.7, 1.0, 2.5, -1, LJ_INIT_RANDOM, 4);
         if (!s)
             return;
         lj_run(s, 3);
@@ -583,7 +647,7 @@ static void test_frame(void)
         const uint32_t *n = carlo_frame_expect(&f, "particles/N", CARLO_U32, 1, 1);
         const uint64_t *step = carlo_frame_expect(&f, "configuration/step", CARLO_U64, 1, 1);
         const uint32_t *tid = carlo_frame_expect(&f, "particles/typeid", CARLO_U32, s->N, 1);
-        double *pos = positions(s);
+        double *pos = positions_of(s);
         int ok = rc == 0 && p && box && n && step && tid && *n == s->N && *step == 3 &&
                  box[0] == (float)s->g.L[0];
         for (uint32_t i = 0; ok && i < s->N; i++)
@@ -622,6 +686,8 @@ int main(void)
     test_cb_near(2, 2000, 0.7, "unit/lj/checkerboard-near-2d");
     test_cb_checkpoint();
     test_cb_grow();
+    test_cb_substep(3, "unit/lj/checkerboard-substeps-are-a-sweep-3d");
+    test_cb_substep(2, "unit/lj/checkerboard-substeps-are-a-sweep-2d");
     test_frame();
     return check_failed;
 }

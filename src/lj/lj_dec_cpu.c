@@ -1,12 +1,12 @@
-/* lj_cpu.c — the CPU backend of the Lennard-Jones model: decomposition moves one at a time,
- * each energy summed in the canonical lanes-and-tiles order of lj_kernel.h (tiles in
+/* lj_dec_cpu.c — the CPU backend of the decomposition algorithm (lj_dec.h): moves one at a
+ * time, each energy summed in the canonical lanes-and-tiles order of lj_kernel.h (tiles in
  * parallel with OpenMP when there are many), cell lists kept exactly as the GPU keeps them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "lj/lj.h"
+#include "lj/lj_dec.h"
 
 typedef struct cpu_impl {
     double *x, *y, *z;   /* N positions */
@@ -15,12 +15,9 @@ typedef struct cpu_impl {
     int32_t *count;      /* ncell */
     double *slot;
     int32_t *cell_of, *slot_of; /* N */
-    /* checkerboard: the cells (and the shift's second buffer), per-cell sums */
-    carlo_cell_data cur, tmp;
-    double *acc_u, *acc_w;
 } cpu_impl;
 
-static cpu_impl *impl(lj_system *s) { return s->impl; }
+static cpu_impl *impl(lj_dec_system *s) { return s->impl; }
 
 static void free_cells(cpu_impl *im)
 {
@@ -32,14 +29,12 @@ static void free_cells(cpu_impl *im)
     im->slot = NULL;
 }
 
-static int cpu_create(lj_system *s)
+static int cpu_create(lj_dec_system *s)
 {
     cpu_impl *im = carlo_calloc(1, sizeof *im, "the Lennard-Jones CPU backend");
     if (!im)
         return -1;
     s->impl = im;
-    if (s->mode == LJ_CHECKERBOARD)
-        return 0; /* the cells come with cb_upload */
     size_t n = s->N;
     im->x = carlo_malloc(sizeof(double) * n, "positions");
     im->y = im->x ? carlo_malloc(sizeof(double) * n, "positions") : NULL;
@@ -47,7 +42,7 @@ static int cpu_create(lj_system *s)
     return im->z ? 0 : -1;
 }
 
-static void cpu_destroy(lj_system *s)
+static void cpu_destroy(lj_dec_system *s)
 {
     cpu_impl *im = impl(s);
     if (!im)
@@ -56,16 +51,12 @@ static void cpu_destroy(lj_system *s)
     free(im->y);
     free(im->z);
     free_cells(im);
-    carlo_cell_data_free(&im->cur);
-    carlo_cell_data_free(&im->tmp);
-    free(im->acc_u);
-    free(im->acc_w);
     free(im);
     s->impl = NULL;
 }
 
 /* Lay the lists out with capacity cap; order/count in canonical form. */
-static int layout_cells(lj_system *s, const int32_t *order, const int32_t *count, int32_t cap)
+static int layout_cells(lj_dec_system *s, const int32_t *order, const int32_t *count, int32_t cap)
 {
     cpu_impl *im = impl(s);
     size_t nc = (size_t)s->ncell;
@@ -104,7 +95,7 @@ static int layout_cells(lj_system *s, const int32_t *order, const int32_t *count
     return 0;
 }
 
-static void canonical_cells(lj_system *s, int32_t *order, int32_t *count)
+static void canonical_cells(lj_dec_system *s, int32_t *order, int32_t *count)
 {
     cpu_impl *im = impl(s);
     size_t k = 0;
@@ -115,7 +106,7 @@ static void canonical_cells(lj_system *s, int32_t *order, int32_t *count)
     }
 }
 
-static int cpu_upload(lj_system *s, const double *pos, const lj_cell_lists *cells)
+static int cpu_upload(lj_dec_system *s, const double *pos, const lj_cell_lists *cells)
 {
     cpu_impl *im = impl(s);
     for (uint32_t i = 0; i < s->N; i++) {
@@ -131,7 +122,7 @@ static int cpu_upload(lj_system *s, const double *pos, const lj_cell_lists *cell
     return layout_cells(s, cells->order, cells->count, most + most / 2 + 8);
 }
 
-static int cpu_download(lj_system *s, double *pos, lj_cell_lists *cells)
+static int cpu_download(lj_dec_system *s, double *pos, lj_cell_lists *cells)
 {
     cpu_impl *im = impl(s);
     for (uint32_t i = 0; i < s->N; i++) {
@@ -145,7 +136,7 @@ static int cpu_download(lj_system *s, double *pos, lj_cell_lists *cells)
 }
 
 /* Double the capacity, keeping every list's order. */
-static int grow_cells(lj_system *s)
+static int grow_cells(lj_dec_system *s)
 {
     cpu_impl *im = impl(s);
     lj_cell_lists c;
@@ -167,7 +158,7 @@ static int grow_cells(lj_system *s)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static lj_uw tile_sum(const lj_system *s, const cpu_impl *im, const double p[3], uint32_t skip,
+static lj_uw tile_sum(const lj_dec_system *s, const cpu_impl *im, const double p[3], uint32_t skip,
                       uint32_t t, uint32_t C)
 {
     const lj_geom *g = &s->g;
@@ -206,7 +197,7 @@ static lj_uw tile_sum(const lj_system *s, const cpu_impl *im, const double p[3],
 }
 
 /* Over every particle but `skip`: tiles of LJ_LANES * C, then the tree over the tiles. */
-static lj_uw sum_all(const lj_system *s, const cpu_impl *im, const double p[3], uint32_t skip)
+static lj_uw sum_all(const lj_dec_system *s, const cpu_impl *im, const double p[3], uint32_t skip)
 {
     uint32_t C, G;
     lj_tiles(s->N, &C, &G);
@@ -241,7 +232,7 @@ static void tree_used(lj_uw *lane, uint32_t used)
 /* Over the members of the neighbour cells of `cell`, in neighbour order then list order;
  * `skip` still takes its place in the count. (A SIMD version of this loop, like tile_sum's,
  * measured no faster: the lists are short.) */
-static lj_uw sum_cells(const lj_system *s, const cpu_impl *im, const double p[3], int cell,
+static lj_uw sum_cells(const lj_dec_system *s, const cpu_impl *im, const double p[3], int cell,
                        uint32_t skip)
 {
     lj_uw lane[LJ_LANES];
@@ -269,7 +260,7 @@ static lj_uw sum_cells(const lj_system *s, const cpu_impl *im, const double p[3]
 
 /* ---------- moves ---------- */
 
-static int cpu_moves(lj_system *s, uint64_t n)
+static int cpu_moves(lj_dec_system *s, uint64_t n)
 {
     cpu_impl *im = impl(s);
     const lj_geom *g = &s->g;
@@ -337,10 +328,10 @@ static int cpu_moves(lj_system *s, uint64_t n)
     return rc;
 }
 
-static int cpu_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
+static int cpu_widom(lj_dec_system *s, uint32_t n, uint64_t sample, double *out)
 {
     const cpu_impl *im = impl(s);
-    double tail = lj_widom_tail(s);
+    double tail = lj_widom_tail(&s->lj);
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < (int64_t)n; k++) {
         double p[3];
@@ -353,141 +344,13 @@ static int cpu_widom(lj_system *s, uint32_t n, uint64_t sample, double *out)
     return 0;
 }
 
-static int cpu_sync(lj_system *s)
+static int cpu_sync(lj_dec_system *s)
 {
     (void)s;
     return 0;
 }
 
-/* ---------- checkerboard ---------- */
-
-static void copy_cells(const carlo_cell_grid *g, const carlo_cell_data *src, const carlo_cell_data *dst)
-{
-    memcpy(dst->pos, src->pos, carlo_cells_pos_len(g) * sizeof(float));
-    memcpy(dst->aux, src->aux, carlo_cells_aux_len(g) * sizeof(uint32_t));
-    memcpy(dst->count, src->count, (size_t)g->ncells * sizeof(uint32_t));
-}
-
-static int cpu_cb_upload(lj_system *s, const carlo_cell_data *cells, const double *acc_u,
-                         const double *acc_w)
-{
-    cpu_impl *im = impl(s);
-    const carlo_cell_grid *g = &s->cb.grid;
-    carlo_cell_data_free(&im->cur);
-    carlo_cell_data_free(&im->tmp);
-    free(im->acc_u);
-    free(im->acc_w);
-    im->acc_w = NULL;
-    im->acc_u = carlo_malloc(carlo_mulsize((size_t)g->ncells, sizeof(double)), "per-cell sums");
-    im->acc_w = im->acc_u ? carlo_malloc(carlo_mulsize((size_t)g->ncells, sizeof(double)), "per-cell sums") : NULL;
-    if (!im->acc_w || carlo_cell_data_alloc(g, &im->cur) || carlo_cell_data_alloc(g, &im->tmp))
-        return -1;
-    copy_cells(g, cells, &im->cur);
-    memcpy(im->acc_u, acc_u, (size_t)g->ncells * sizeof(double));
-    memcpy(im->acc_w, acc_w, (size_t)g->ncells * sizeof(double));
-    return 0;
-}
-
-static int cpu_cb_download(lj_system *s, const carlo_cell_data *cells, double *acc_u, double *acc_w)
-{
-    cpu_impl *im = impl(s);
-    const carlo_cell_grid *g = &s->cb.grid;
-    if (cells)
-        copy_cells(g, &im->cur, cells);
-    if (acc_u)
-        memcpy(acc_u, im->acc_u, (size_t)g->ncells * sizeof(double));
-    if (acc_w)
-        memcpy(acc_w, im->acc_w, (size_t)g->ncells * sizeof(double));
-    return 0;
-}
-
-/* Twice the room in every cell, the same particles in the same slots. */
-static int cpu_cb_grow(lj_system *s)
-{
-    cpu_impl *im = impl(s);
-    carlo_cell_grid *g = &s->cb.grid;
-    int nmax = g->nmax * 2 > CARLO_CELL_NMAX_LIMIT ? CARLO_CELL_NMAX_LIMIT : g->nmax * 2;
-    if (nmax == g->nmax)
-        return carlo_seterr("a cell holds more than %d particles", CARLO_CELL_NMAX_LIMIT);
-    carlo_cell_data cur, tmp;
-    if (lj_cb_grow(g, &im->cur, nmax, &cur))
-        return -1;
-    carlo_cell_grid ng = *g;
-    ng.nmax = nmax;
-    if (carlo_cell_data_alloc(&ng, &tmp)) {
-        carlo_cell_data_free(&cur);
-        return -1;
-    }
-    carlo_cell_data_free(&im->cur);
-    carlo_cell_data_free(&im->tmp);
-    im->cur = cur;
-    im->tmp = tmp;
-    g->nmax = nmax;
-    return 0;
-}
-
-/* The cell shift into the second buffer; 0, or -1 when a cell overflowed. Small grids shift
- * serially: a parallel region per sweep costs more than it saves there. */
-static int shift_cells(const carlo_cell_grid *g, const carlo_cell_data *src,
-                       const carlo_cell_data *dst, carlo_cell_shift sh)
-{
-    if (g->ncells >= 4096)
-        return carlo_cells_shift_host(g, src, dst, sh);
-    int over = 0;
-    for (int64_t c = 0; c < g->ncells; c++) {
-        int xyz[3];
-        carlo_cell_coords(g, c, xyz);
-        over |= carlo_cell_shift_gather(g, src, dst, xyz, sh) > g->nmax;
-    }
-    return over ? carlo_seterr("a cell overflowed its %d slots in the cell shift", g->nmax) : 0;
-}
-
-static int cpu_cb_sweeps(lj_system *s, uint64_t n)
-{
-    cpu_impl *im = impl(s);
-    const carlo_cell_grid *g = &s->cb.grid;
-    const int nsets = 1 << g->dim;
-    for (uint64_t k = 0; k < n; k++) {
-        int order[8];
-        carlo_cells_set_order(g->dim, s->seed, LJ_PURPOSE_CB_SETS, s->step, order);
-        uint64_t accepted = 0;
-        for (int q = 0; q < nsets; q++) {
-            const uint64_t step = s->step * 8 + (uint64_t)q;
-            const int64_t size = carlo_cell_set_size(g);
-            const int set = order[q];
-#pragma omp parallel for schedule(dynamic, 4) reduction(+ : accepted) if (size >= 256)
-            for (int64_t t = 0; t < size; t++) {
-                int xyz[3];
-                carlo_cell_active(g, set, t, xyz);
-                int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
-                double du, dw;
-                accepted += lj_cb_cell_subsweep(s, &im->cur, c, step, &du, &dw);
-                im->acc_u[c] = im->acc_u[c] + du;
-                im->acc_w[c] = im->acc_w[c] + dw;
-            }
-        }
-        carlo_cell_shift sh = lj_cb_shift(s, s->step);
-        while (shift_cells(g, &im->cur, &im->tmp, sh))
-            if (cpu_cb_grow(s))
-                return -1;
-        carlo_cell_data t = im->cur;
-        im->cur = im->tmp;
-        im->tmp = t;
-        s->step++;
-        s->tried += (uint64_t)s->cb.passes * s->N;
-        s->accepted += accepted;
-    }
-    s->U = s->cb.U0 + lj_cb_total(im->acc_u, g->ncells);
-    s->W = s->cb.W0 + lj_cb_total(im->acc_w, g->ncells);
-    return 0;
-}
-
-static int cpu_cb_fresh(lj_system *s, double *U, double *W)
-{
-    return lj_cb_fresh(s, &impl(s)->cur, U, W);
-}
-
-const lj_backend lj_cpu_backend = {
+const lj_dec_backend lj_dec_cpu_backend = {
     .name = "cpu",
     .create = cpu_create,
     .destroy = cpu_destroy,
@@ -496,8 +359,4 @@ const lj_backend lj_cpu_backend = {
     .moves = cpu_moves,
     .widom = cpu_widom,
     .sync = cpu_sync,
-    .cb_upload = cpu_cb_upload,
-    .cb_download = cpu_cb_download,
-    .cb_sweeps = cpu_cb_sweeps,
-    .cb_fresh = cpu_cb_fresh,
 };
