@@ -33,9 +33,8 @@ struct gpu_impl {
     unsigned long long *minbits;
     kmc_config *configs;
     kmc_event *events;
-    kmc_model dmodel;   /* the model with device table pointers */
     void *host;         /* staging, 8 bytes per site */
-    size_t smem;        /* dynamic shared memory of a step block */
+    int smem_optin;     /* the most dynamic shared memory a block may have on this GPU */
     int ntiles;
 };
 
@@ -124,6 +123,27 @@ __global__ void min_tau_kernel(const double *__restrict__ tau, const uint64_t n,
 
 size_t sites(const kmc_system *s) { return (size_t)s->m * (size_t)s->n; }
 
+/* dynamic shared memory of a step block: each warp's domain, 16 bytes a cell */
+size_t step_smem(const kmc_system *s, int tiles_per_block)
+{
+    return (size_t)tiles_per_block * (size_t)s->geom.cells * 16u;
+}
+
+/* A launch shape this GPU can take (the chain never depends on it). */
+int gpu_launch(kmc_system *s, int tiles_per_block)
+{
+    const gpu_impl *g = impl(s);
+    const size_t smem = step_smem(s, tiles_per_block);
+    if (smem > (size_t)g->smem_optin)
+        return carlo_seterr("tiles_per_block = %d needs %zu bytes of shared memory per block with "
+                            "halo = %d; this GPU allows %d (use fewer tiles per block)",
+                            tiles_per_block, smem, s->geom.halo, g->smem_optin);
+    if (smem > 48u * 1024u) /* the most any system may ask for, so no system lowers it */
+        CK(cudaFuncSetAttribute(step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                g->smem_optin));
+    return 0;
+}
+
 int gpu_create(kmc_system *s)
 {
     gpu_impl *g = static_cast<gpu_impl *>(carlo_calloc(1, sizeof(gpu_impl), "the KMC GPU backend"));
@@ -144,26 +164,18 @@ int gpu_create(kmc_system *s)
     CK_MALLOC(&g->acc, sizeof(kmc_acc), "the KMC step sums");
     CK(cudaMemset(g->acc, 0, sizeof(kmc_acc)));
     CK_MALLOC(&g->minbits, sizeof(unsigned long long), "a reduction");
-    g->dmodel = s->model;
     if (s->model.kind == KMC_TABLE) {
         CK_MALLOC(&g->configs, sizeof(kmc_config) * s->nconfigs, "the KMC rate table");
         CK(cudaMemcpy(g->configs, s->configs, sizeof(kmc_config) * s->nconfigs, cudaMemcpyHostToDevice));
         size_t ne = s->nevents ? s->nevents : 1;
         CK_MALLOC(&g->events, sizeof(kmc_event) * ne, "the KMC event table");
         CK(cudaMemcpy(g->events, s->events, sizeof(kmc_event) * ne, cudaMemcpyHostToDevice));
-        g->dmodel.config = g->configs;
-        g->dmodel.event = g->events;
     }
-    g->smem = (size_t)s->tiles_per_block * (size_t)s->geom.cells * 16u;
-    int dev = 0, optin = 0;
+    int dev = 0;
     CK(cudaGetDevice(&dev));
-    CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    if (g->smem > (size_t)optin)
-        return carlo_seterr("tiles_per_block = %d needs %zu bytes of shared memory per block with "
-                            "halo = %d; this GPU allows %d (use fewer tiles per block)",
-                            s->tiles_per_block, g->smem, s->geom.halo, optin);
-    if (g->smem > 48u * 1024u) /* the most any system may ask for, so no system lowers it */
-        CK(cudaFuncSetAttribute(step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    CK(cudaDeviceGetAttribute(&g->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (gpu_launch(s, s->tiles_per_block))
+        return -1;
     g->host = carlo_malloc(carlo_mulsize(N, 8), "a KMC staging buffer");
     return g->host ? 0 : -1;
 }
@@ -249,13 +261,17 @@ int gpu_advance(kmc_system *s, uint64_t budget)
     const unsigned step_blocks = (unsigned)((g->ntiles + tpb - 1) / tpb);
     const unsigned validate_blocks = (unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS);
     const uint64_t n = budget < BATCH_MAX ? budget : BATCH_MAX;
+    const size_t smem = step_smem(s, tpb);
+    kmc_model md = s->model; /* its rates as they are now (controls change them) */
+    md.config = g->configs;
+    md.event = g->events;
     CK(cudaMemcpy(g->ctrl, &s->ctrl, sizeof(kmc_ctrl), cudaMemcpyHostToDevice));
     /* every tile starts in the front buffer (see kmc_gpu_buffers) */
     const uint64_t k0 = s->ctrl.accepted + s->ctrl.rejected;
     CK(cudaMemset(g->b.where[(k0 + 1) & 1], (int)s->ctrl.front, (size_t)g->ntiles));
     for (uint64_t k = 0; k < n; k++) {
-        step_kernel<<<step_blocks, (unsigned)(32 * tpb), g->smem>>>(s->geom, g->dmodel, s->seed, g->b,
-                                                                    g->ctrl, g->out, g->ntiles);
+        step_kernel<<<step_blocks, (unsigned)(32 * tpb), smem>>>(s->geom, md, s->seed, g->b, g->ctrl,
+                                                                 g->out, g->ntiles);
         CK_LAUNCH("step_kernel");
         validate_kernel<<<validate_blocks, VALIDATE_THREADS>>>(s->geom, g->out, g->ctrl, g->acc,
                                                                g->ntiles);
@@ -295,4 +311,5 @@ int gpu_sync(kmc_system *s)
 
 extern "C" const kmc_backend kmc_cuda_backend = {
     "gpu", gpu_create, gpu_destroy, gpu_set_state, gpu_get_state, gpu_advance, gpu_min_tau, gpu_sync,
+    gpu_launch,
 };

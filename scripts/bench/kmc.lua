@@ -2,10 +2,11 @@
 -- (2024), Fig. 3, and the GPU launch variants, each table measured in one run.
 --
 --   build/carlo scripts/bench.lua kmc [fig3 | variants | all] [factor=F] [nmin=N] [nmax=N]
---                                     [phi=0,1,2,3] [halos=1,2,3,4,5,6,7]
+--                                     [bond=0,1,2,3] [halos=1,2,3,4,5,6,7]
 --
+-- (bond is the paper's phi; phi= is its old name here.)
 -- fig3 (the default): n = nmin, 2 nmin, ... nmax (64 .. 4096 on a GPU, 64 .. 256 without),
--- each phi. Each system starts flat, relaxes for F n^2 events, then F n^2 events are timed as
+-- each bond. Each system starts flat, relaxes for F n^2 events, then F n^2 events are timed as
 -- three runs (median). The paper's protocol is F = 1000; the default is F = 100 on a GPU (10
 -- without), so that `make bench` stays within minutes. The baseline is BKL with a binary tree
 -- of rates on one CPU thread (carlo.threads(1)), started from the relaxed surface, warmed up,
@@ -19,9 +20,10 @@
 -- event kept); the fraction of step sites (n_b >= 1); and, from the paper, its events per tile
 -- per step and step-site fraction.
 --
--- variants: n = nmax, each phi relaxed once (F n^2 events), then every halo of `halos`
--- (default all; tiles_per_block = 4) and every tiles_per_block (at the best halo) timed on that
--- surface (fresh clocks, same heights) for 10 n^2 events, median of three.
+-- variants: n = nmax, each bond relaxed once (F n^2 events), then every halo of `halos`
+-- (default all; tiles_per_block = 4) and every tiles_per_block (at the best halo; the launch
+-- shape, set with sys:launch, benchmarks only) timed on that surface (fresh clocks, same
+-- heights) for 10 n^2 events, median of three.
 local carlo = require "carlo"
 
 local args = { ... }
@@ -29,23 +31,24 @@ local mode = "fig3"
 local opt = {}
 for i, a in ipairs(args) do
   local k, v = a:match("^(%w+)=(.*)$")
+  if k == "phi" then k = "bond" end -- the old name
   if k then
-    if k ~= "factor" and k ~= "nmin" and k ~= "nmax" and k ~= "phi" and k ~= "halos" then
-      error("kmc bench: options are factor=, nmin=, nmax=, phi=, halos= (got " .. a .. ")")
+    if k ~= "factor" and k ~= "nmin" and k ~= "nmax" and k ~= "bond" and k ~= "halos" then
+      error("kmc bench: options are factor=, nmin=, nmax=, bond=, halos= (got " .. a .. ")")
     end
     opt[k] = v
   elseif i == 1 and (a == "fig3" or a == "variants" or a == "all") then
     mode = a
   else
-    error("kmc bench: usage: kmc [fig3 | variants | all] [factor=F] [nmin=N] [nmax=N] [phi=0,1,2,3]"
+    error("kmc bench: usage: kmc [fig3 | variants | all] [factor=F] [nmin=N] [nmax=N] [bond=0,1,2,3]"
       .. " [halos=1,2,3,4,5,6,7]"
       .. " (got " .. a .. ")")
   end
 end
 local gpu = #carlo.devices().gpus > 0
 local device = gpu and "gpu" or "cpu"
-local phis = {}
-for p in (opt.phi or "0,1,2,3"):gmatch("[^,]+") do phis[#phis + 1] = tonumber(p) end
+local bonds = {}
+for p in (opt.bond or "0,1,2,3"):gmatch("[^,]+") do bonds[#bonds + 1] = tonumber(p) end
 
 local function median(t)
   table.sort(t)
@@ -73,7 +76,7 @@ local seed = 2024
 -- Time `reps` runs of `events` events each; the median rate and the stats over all of them.
 local function timed(sys, events, reps)
   local rates = {}
-  local s0 = sys:stats()
+  local s0 = sys:counters()
   for _ = 1, reps do
     sys:sync()
     local t0 = carlo.clock()
@@ -81,7 +84,7 @@ local function timed(sys, events, reps)
     sys:sync()
     rates[#rates + 1] = r.events / (carlo.clock() - t0)
   end
-  local s = sys:stats()
+  local s = sys:counters()
   local acc, rej, ev = s.accepted - s0.accepted, s.rejected - s0.rejected, s.events - s0.events
   return median(rates), {
     ept = acc > 0 and ev / (acc * sys.tiles) or 0,
@@ -92,11 +95,11 @@ local function timed(sys, events, reps)
 end
 
 -- BKL on one thread from the surface `heights`: warm-up, then about two seconds, median of 3.
-local function bkl_rate(n, phi, heights)
+local function bkl_rate(n, bond, heights)
   local threads = carlo.threads()
   carlo.threads(1)
-  local b = carlo.kmc{ model = "sos_growth", m = n, n = n, phi = phi, seed = seed + 1,
-                       algorithm = "bkl", initial = heights }
+  local b = carlo.kmc{ model = "sos_growth", m = n, n = n, bond = bond, seed = seed + 1,
+                       algorithm = "bkl", init = heights, quiet = true }
   local t0 = carlo.clock()
   local warm = b:run{ events = math.min(200000, 20 * n * n), quiet = true }
   local guess = warm.events / math.max(carlo.clock() - t0, 1e-6)
@@ -117,20 +120,21 @@ local function fig3()
   print(("Fig. 3: sos_growth, n x n, relax %g n^2 events, time %g n^2 (median of 3); tiled on %s%s; "
     .. "BKL on 1 CPU thread"):format(F, F, device, gpu and (" (" .. carlo.devices().gpus[1].name .. ")")
       or (" (" .. carlo.threads() .. " threads; no GPU)")))
-  print(("%6s %4s %12s %12s %8s %12s %10s %10s %9s %6s %6s %10s %8s"):format("n", "phi", "tiled ev/s",
+  print(("%6s %4s %12s %12s %8s %12s %10s %10s %9s %6s %6s %10s %8s"):format("n", "bond", "tiled ev/s",
     "BKL ev/s", "ratio", "domain ev/s", "ev/tile/st", "dom ev/t/s", "rejected", "work", "steps",
     "paper ev/t", "paper st"))
   local n = tonumber(opt.nmin) or 64
   while n <= top do
-    for _, phi in ipairs(phis) do
-      local sys = carlo.kmc{ model = "sos_growth", m = n, n = n, phi = phi, seed = seed, device = device }
+    for _, bond in ipairs(bonds) do
+      local sys = carlo.kmc{ model = "sos_growth", m = n, n = n, bond = bond, seed = seed, device = device,
+                             quiet = true }
       sys:run{ events = F * n * n, quiet = true }
       local rate, st = timed(sys, math.max(1, F * n * n // 3), 3)
       local o = sys:observe()
-      local brate = bkl_rate(n, phi, sys:snapshot().state)
-      local r = ref[phi] or {}
+      local brate = bkl_rate(n, bond, sys:snapshot().state)
+      local r = ref[bond] or {}
       print(("%6d %4d %12.4g %12.4g %8.1f %12.4g %10.3g %10.3g %9.4f %6.2f %6.3f %10s %8s"):format(n,
-        phi, rate, brate, rate / brate, rate * st.domain, st.ept, st.ept * st.domain, st.rejected,
+        bond, rate, brate, rate / brate, rate * st.domain, st.ept, st.ept * st.domain, st.rejected,
         st.work, o.step_fraction, tostring(r.ept or "-"), tostring(r.step or "-")))
       sys:close()
       collectgarbage()
@@ -138,7 +142,7 @@ local function fig3()
     n = n * 2
   end
   local code = {}
-  for phi = 0, 3 do code[#code + 1] = ("phi %d %.3g"):format(phi, ref[phi] and ref[phi].code or 0 / 0) end
+  for bond = 0, 3 do code[#code + 1] = ("bond %d %.3g"):format(bond, ref[bond] and ref[bond].code or 0 / 0) end
   print("the paper's public code on an H100 at n = 4096 (events/s): " .. table.concat(code, ", ")
     .. "; its BKL 1.0e6 to 1.3e6 on one core. Its event counter counts domain events: compare"
     .. " figures read from it with the domain ev/s column")
@@ -150,20 +154,22 @@ local function variants()
   local M = gpu and 10 or 3
   print(("Launch variants: sos_growth %d x %d on %s, relaxed %g n^2 events, each variant timed "
     .. "for %g n^2 events (median of 3)"):format(n, n, device, F, M))
-  print(("%4s %5s %6s %12s %11s %9s %7s"):format("phi", "halo", "tiles", "events/s", "ev/tile/st",
+  print(("%4s %5s %6s %12s %11s %9s %7s"):format("bond", "halo", "tiles", "events/s", "ev/tile/st",
     "rejected", "work"))
-  for _, phi in ipairs(phis) do
-    local base = carlo.kmc{ model = "sos_growth", m = n, n = n, phi = phi, seed = seed, device = device }
+  for _, bond in ipairs(bonds) do
+    local base = carlo.kmc{ model = "sos_growth", m = n, n = n, bond = bond, seed = seed, device = device,
+                            quiet = true }
     base:run{ events = F * n * n, quiet = true }
     local heights = base:snapshot().state
     base:close()
     collectgarbage()
     local function try(halo, tpb)
-      local s = carlo.kmc{ model = "sos_growth", m = n, n = n, phi = phi, seed = seed + 7, device = device,
-                           halo = halo, tiles_per_block = tpb, initial = heights }
+      local s = carlo.kmc{ model = "sos_growth", m = n, n = n, bond = bond, seed = seed + 7, device = device,
+                           halo = halo, init = heights, quiet = true }
+      s:launch{ tiles_per_block = tpb } -- benchmarks only: never changes the chain
       s:run{ events = n * n, quiet = true } -- warm-up: the adaptive step settles
       local rate, st = timed(s, math.max(1, M * n * n // 3), 3)
-      print(("%4d %5d %6d %12.4g %11.3g %9.4f %7.2f"):format(phi, halo, tpb, rate, st.ept, st.rejected,
+      print(("%4d %5d %6d %12.4g %11.3g %9.4f %7.2f"):format(bond, halo, tpb, rate, st.ept, st.rejected,
         st.work))
       s:close()
       collectgarbage()

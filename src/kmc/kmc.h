@@ -1,14 +1,17 @@
 /* kmc.h — exact lattice kinetic Monte Carlo (Darkins, Duffy, Ford 2024) on an m x n periodic
  * lattice: the sos_growth crystal-growth model (a site's height grows by one at rate
- * k(n_b) = k2 exp((2 n_b - 4) phi)) and user models given as a table of events for every
- * neighbourhood configuration. Time in units of 1/k2 (sos_growth) or of the user's rates.
+ * k(n_b) = k2 exp((2 n_b - 4) bond), the paper's phi being our bond) and user models given
+ * as a table of events for every neighbourhood configuration. Time in units of 1/k2
+ * (sos_growth) or of the user's rates.
  *
  * Three algorithms share one system type and one backend table:
- *   tiled  — the paper's parallel scheme (kmc_kernel.h), CPU (OpenMP) or GPU;
+ *   tiled  — the paper's parallel scheme (kmc_kernel.h): kmc_cpu.c (OpenMP) or cuda/kmc.cu;
  *   serial — the plain waiting-time method: the same random numbers, the same trajectory
- *            bit for bit (the reference of the tests);
+ *            bit for bit (the reference of the tests; kmc_serial.c);
  *   bkl    — Bortz-Kalos-Lebowitz with a binary tree of rates: statistically equivalent,
- *            its own random numbers (the paper's CPU baseline). */
+ *            its own random numbers (the paper's CPU baseline; kmc_serial.c).
+ * The system is a continuous-time model of the system layer (core/sys.h, kmc_sys.c): runs
+ * go through carlo_run with kmc_ops' advance_to. */
 #ifndef CARLO_KMC_H
 #define CARLO_KMC_H
 
@@ -16,6 +19,7 @@
 
 #include "core/device.h"
 #include "core/frame.h"
+#include "core/sys.h"
 #include "kmc/kmc_kernel.h"
 
 #define KMC_SIDE_MAX 65536
@@ -23,28 +27,38 @@
 #define KMC_CONFIGS_MAX (1u << 20) /* user-model table entries */
 #define KMC_EVENTS_MAX (1u << 24)
 #define KMC_TPB_MAX 8 /* tiles (warps) per GPU block: 256 threads, the step kernel's bound */
+#define KMC_TPB_DEFAULT 2
+/* sos_growth's bond energy: every rate k2 exp((2 n_b - 4) bond) is finite and > 0 for k2 = 1
+ * (other k2 may refuse a little more) */
+#define KMC_BOND_MAX 177.0
+/* The longest single step sys:try_step takes: this many events per site at the lattice's mean
+ * rate (a longer one is no test of anything and could run for hours). */
+#define KMC_TRY_EVENTS_MAX 65536.0
 
 typedef enum kmc_algorithm { KMC_TILED = 0, KMC_SERIAL = 1, KMC_BKL = 2 } kmc_algorithm;
 
 struct kmc_backend;
 
 typedef struct kmc_system {
+    CARLO_SYS_HEADER;            /* seed, step (tiled steps tried; serial, bkl: events), device,
+                                    dead, replicas = 1 */
     int m, n;
     kmc_algorithm algorithm;
-    carlo_device_kind device;
-    uint64_t seed;
     kmc_model model;             /* host copy: table pointers below */
     kmc_config *configs;         /* user models: S^(nbh + 1) */
     kmc_event *events;
     double *event_rates;         /* the rates as given (checkpoints rebuild the table from them) */
     uint32_t nconfigs, nevents;
-    double phi, k2;              /* sos_growth */
+    double bond, k2;             /* sos_growth */
+    double rate_max;             /* the largest total rate of any configuration */
     kmc_geom geom;
     kmc_ctrl ctrl;               /* time, counters, the adaptive step (host copy) */
-    int tiles_per_block;         /* GPU launch shape (no effect on results) */
+    int tiles_per_block;         /* GPU launch shape, private (sys:launch): never changes the chain */
+    /* the run segment under way (kmc_sys.c): its stops, NaN when none */
+    double seg_t_stop;
+    uint64_t seg_ev_stop;
     const struct kmc_backend *be;
     void *impl;
-    int dead;                    /* a device error left the system unusable */
 } kmc_system;
 
 /* A backend. All return 0, or -1 with the message set. Lattices cross as row-major m x n. */
@@ -56,15 +70,18 @@ typedef struct kmc_backend {
     int (*set_state)(kmc_system *s, const int32_t *x, const double *tau, const uint32_t *draws);
     int (*get_state)(kmc_system *s, int32_t *x, double *tau, uint32_t *draws);
     /* Work towards s->ctrl's stop (t_stop, ev_stop, or one TRY step) until s->ctrl.done, at
-     * most `budget` steps (tiled) or events (serial, bkl) per call. */
+     * most `budget` steps (tiled) or events (serial, bkl) per call. A step cut short by
+     * Ctrl-C is not decided: the state stays, ctrl.done stays 0. */
     int (*advance)(kmc_system *s, uint64_t budget);
     int (*min_tau)(kmc_system *s, double *out); /* the earliest pending event (inf: none) */
     int (*sync)(kmc_system *s);
+    /* Optional: check and take a launch shape (NULL: the shape means nothing here). */
+    int (*launch)(kmc_system *s, int tiles_per_block);
 } kmc_backend;
 
-extern const kmc_backend kmc_cpu_backend;    /* tiled, OpenMP */
+extern const kmc_backend kmc_cpu_backend;    /* tiled, OpenMP: kmc_cpu.c */
 extern const kmc_backend kmc_serial_backend; /* kmc_serial.c */
-extern const kmc_backend kmc_bkl_backend;    /* kmc_bkl.c */
+extern const kmc_backend kmc_bkl_backend;    /* kmc_serial.c */
 extern const kmc_backend *kmc_gpu_backend;   /* tiled on the GPU: set by cuda/register.cu */
 
 typedef struct kmc_params {
@@ -73,15 +90,15 @@ typedef struct kmc_params {
     carlo_device_kind device;
     uint64_t seed;
     int kind;                    /* KMC_SOS or KMC_TABLE */
-    double phi, k2;              /* KMC_SOS */
+    double bond, k2;             /* KMC_SOS */
     int S, nbh;                  /* KMC_TABLE */
     const double *rates;         /* KMC_TABLE: nevents rates (> 0) ... */
     const int32_t *targets;      /* ... and new states, listed configuration by configuration */
     const uint32_t *counts;      /* events of each of the S^(nbh + 1) configurations */
     uint32_t nevents;
     int halo;                    /* 1..7 */
-    int tiles_per_block;         /* 1..32 */
-    double alpha_initial, alpha_after, beta;
+    int tiles_per_block;         /* 1..KMC_TPB_MAX (0: the default) */
+    double grow_initial, grow, shrink; /* the adaptive step's factors (Algorithm 1) */
     const int32_t *initial;      /* m x n row-major states, or NULL for all zero */
 } kmc_params;
 
@@ -90,38 +107,28 @@ typedef struct kmc_params {
 kmc_system *kmc_create(const kmc_params *p);
 void kmc_destroy(kmc_system *s);
 
-/* The sos_growth rates k2 exp((2 n_b - 4) phi), n_b = 0..4; -1 with a message when one is not
- * a finite number > 0. */
-int kmc_sos_rates(double phi, double k2, double rate[5]);
+/* The sos_growth rates k2 exp((2 n_b - 4) bond), n_b = 0..4; -1 with a message when one is
+ * not a finite number > 0. */
+int kmc_sos_rates(double bond, double k2, double rate[5]);
 
 /* Give the state x (m x n row-major) fresh clocks at time s->ctrl.t: every site's waiting
  * time uses draw index `draw` (0 at creation). */
 int kmc_set_states(kmc_system *s, const int32_t *x, uint32_t draw);
 
-/* Runs. Stops are absolute: time t_stop and events ev_stop (UINT64_MAX: none). every > 0
- * calls callback at each multiple of `every` in time (trajectory frames); Ctrl-C is polled
- * between chunks (returns -1, "interrupted"). */
-typedef struct kmc_run_opts {
-    double time;                 /* run this long (0: no time limit) */
-    uint64_t events;             /* or until this many more events (0: no event limit) */
-    double every;
-    int (*callback)(void *ctx, kmc_system *s);
-    void *ctx;
-    int quiet;
-} kmc_run_opts;
-
-typedef struct kmc_run_result {
-    uint64_t events, steps, rejected;
-    double seconds;
-} kmc_run_result;
-
-int kmc_run_ex(kmc_system *s, const kmc_run_opts *o, kmc_run_result *res);
+/* sos_growth: new bond and k2 from now on. Sites whose total rate changed draw a new waiting
+ * time (their next draw), the others keep theirs (the exponential is memoryless); the
+ * adaptive step starts again from the earliest clock. */
+int kmc_set_sos(kmc_system *s, double bond, double k2);
 
 /* One step of length dt from the accepted state (tiled only): *accepted when every strip
  * matched (or force), *matched whether they did, *events the tile events of that step. The
- * adaptive dt is left alone. */
+ * adaptive dt is left alone. dt at most KMC_TRY_EVENTS_MAX / (the mean total rate of a site). */
 int kmc_try_step(kmc_system *s, double dt, int force, int *accepted, int *matched,
                  uint64_t *events);
+/* One step of the adaptive scheme (tiled only): its dt, accepted or rejected, dt adapted. */
+int kmc_substep(kmc_system *s, int *accepted, int *matched, uint64_t *events);
+/* The GPU launch shape (1..KMC_TPB_MAX tiles per block): benchmarks only, never the chain. */
+int kmc_set_launch(kmc_system *s, int tiles_per_block);
 
 /* sos_growth observables from the heights; user models: the population of each state. */
 typedef struct kmc_obs {
@@ -132,10 +139,19 @@ typedef struct kmc_obs {
 
 int kmc_observe(kmc_system *s, kmc_obs *o, uint64_t *counts /* S entries or NULL */);
 
-/* Frames for trajectories and checkpoints. */
+/* The system layer's operations (kmc_sys.c): kmc_ops for sos_growth (controls bond and k2),
+ * kmc_user_ops for user models (no controls); both named "kmc". */
+extern const carlo_ops kmc_ops, kmc_user_ops;
+/* s->step from the counters: tiled steps tried (serial, bkl: events). */
+void kmc_sync_step(kmc_system *s);
+/* -1 with the message; marks a GPU system dead. */
+int kmc_fail(kmc_system *s);
+
+/* Frames for trajectories (configuration/step = s->step, log/t, log/events, lattice/height
+ * or lattice/state) and checkpoints; a system rebuilt from a checkpoint (device as resolved
+ * by the caller). */
 int kmc_frame(kmc_system *s, carlo_frame *f);
 int kmc_checkpoint(kmc_system *s, carlo_frame *f);
-/* Rebuild from a checkpoint (device as resolved by the caller). */
 kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device);
 
 /* Row-major <-> tile-major conversions shared by the tiled backends. */

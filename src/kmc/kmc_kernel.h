@@ -18,7 +18,7 @@
  * redraws with k + 1, and so does every neighbour whose total rate the event changed. A
  * neighbour whose total rate did not change keeps its tau: the exponential is memoryless, so
  * that is exact, and it keeps information from crossing tiles where nothing changed (at
- * phi = 0 nothing ever does). The trajectory is therefore a function of the seed alone, not
+ * bond = 0 nothing ever does). The trajectory is therefore a function of the seed alone, not
  * of tiling, device or thread count.
  *
  * Tiles (Algorithms 1-2): the lattice is cut into 8 x 8 tiles. A tile is advanced together
@@ -460,8 +460,8 @@ enum { KMC_MODE_ADAPTIVE = 0, KMC_MODE_TRY = 1 };
 typedef struct kmc_ctrl {
     double t;                /* time of the accepted state */
     double dt;               /* the adaptive step */
-    double alpha;            /* the growth factor now: alpha_initial until the first rejection */
-    double alpha_initial, alpha_after, beta;
+    double grow;             /* the growth factor now: grow_initial until the first rejection */
+    double grow_initial, grow_after, shrink;
     double t_stop;           /* the run stops at this time (inf: none) */
     double rate_est;         /* events per unit time in the last accepted step */
     double t_end;            /* the step being tried ends here */
@@ -531,14 +531,14 @@ CARLO_HD void kmc_ctrl_decide(kmc_ctrl *c, uint64_t events, uint64_t sim, uint32
         if (len > 0)
             c->rate_est = (double)events / len;
         if (c->mode == KMC_MODE_ADAPTIVE && !c->clamped) {
-            double next = c->alpha * c->dt;
+            double next = c->grow * c->dt;
             c->dt = next < KMC_DT_MAX ? next : KMC_DT_MAX;
         }
     } else {
         c->rejected++;
         if (c->mode == KMC_MODE_ADAPTIVE) {
-            c->dt = c->beta * (c->clamped ? len : c->dt);
-            c->alpha = c->alpha_after;
+            c->dt = c->shrink * (c->clamped ? len : c->dt);
+            c->grow = c->grow_after;
             c->rejected_once = 1;
         }
     }

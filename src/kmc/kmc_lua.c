@@ -1,6 +1,9 @@
-/* kmc_lua.c — the Lua binding of lattice KMC: carlo.kmc{...}, the userdata "carlo.kmc".
- * A user model's rates function is called here, once per neighbourhood configuration, to
- * fill the table both backends read; the Lua state is never touched while a run works. */
+/* kmc_lua.c — the Lua binding of lattice KMC: carlo.kmc{...}, the userdata "carlo.kmc" of the
+ * system layer (system/system_lua.h), which gives it run, sample, observe, snapshot, save and
+ * the rest. Here: the constructor keys, a user model's rates function called once per
+ * neighbourhood configuration to fill the table every backend reads (the Lua state is never
+ * touched while a run works), and KMC's own methods (try_step, substep, clocks, counters, png,
+ * launch). */
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,41 +15,25 @@
 #include "core/error.h"
 #include "core/png.h"
 #include "core/progress.h"
-#include "core/system.h"
 #include "kmc/kmc.h"
 #include "kmc/kmc_lua.h"
-#include "traj/checkpoint.h"
-#include "traj/traj_lua.h"
+#include "system/system_lua.h"
 
-#define KMC_MT "carlo.kmc"
 /* Defaults measured with scripts/bench.lua kmc variants (BENCHMARKS.md): on the GPU a tile
  * without events costs next to nothing, so a wider halo (longer steps) pays off where events
  * are rare; on the CPU every domain cell is work. */
 #define KMC_HALO_DEFAULT_CPU 4
 #define KMC_HALO_DEFAULT_GPU 5
-#define KMC_TPB_DEFAULT 2
-
-typedef struct kmc_ud {
-    kmc_system *s;
-} kmc_ud;
 
 static const char *const ALGORITHMS[] = {"tiled", "serial", "bkl", NULL};
 static const char *const DEVICES[] = {"auto", "cpu", "gpu", NULL};
 static const char *const MODELS[] = {"sos_growth", NULL};
 
+extern const carlo_lua_model kmc_lua_model;
+
 static kmc_system *check(lua_State *L, int idx)
 {
-    kmc_ud *u = (kmc_ud *)luaL_checkudata(L, idx, KMC_MT);
-    if (!u->s)
-        luaL_error(L, "carlo.kmc: this system was closed");
-    return u->s;
-}
-
-static void push_system(lua_State *L, kmc_system *s)
-{
-    kmc_ud *u = (kmc_ud *)lua_newuserdatauv(L, sizeof *u, 0);
-    u->s = s;
-    luaL_setmetatable(L, KMC_MT);
+    return (kmc_system *)carlo_lua_check(L, idx, &kmc_lua_model);
 }
 
 /* ---------- tabulating a user model ---------- */
@@ -97,7 +84,7 @@ static const char *config_text(lua_State *L, const int32_t *v, int nbh)
 static int neighbour_free(const kmc_params *p)
 {
     if (p->kind == KMC_SOS)
-        return p->phi == 0;
+        return p->bond == 0;
     uint32_t S = (uint32_t)p->S, nc = 1;
     for (int k = 0; k <= p->nbh; k++)
         nc *= S;
@@ -181,7 +168,8 @@ static void tabulate(lua_State *L, int fn, int S, int nbh, kmc_params *p, const 
             if (r == 0)
                 continue; /* an event that never happens */
             if (ne >= KMC_EVENTS_MAX)
-                luaL_error(L, "%s: the rate table lists more than %u events", where, KMC_EVENTS_MAX);
+                luaL_error(L, "%s: the rate table lists more than %d events", where,
+                           (int)KMC_EVENTS_MAX);
             *(double *)grow_at(L, &rates, ne) = r;
             *(int32_t *)grow_at(L, &targets, ne) = (int32_t)t;
             ne++;
@@ -199,53 +187,155 @@ static void tabulate(lua_State *L, int fn, int S, int nbh, kmc_params *p, const 
     p->nbh = nbh;
 }
 
-/* initial = an integer (every site) or a carlo.array of m x n values; pushes the buffer. */
-static const int32_t *initial_states(lua_State *L, int idx, int m, int n, int lo, int hi,
+/* ---------- the initial configuration ---------- */
+
+static const char *const INIT_HELP =
+    "an integer (every site), \"flat\" (every site 0), \"random\" (user models), a carlo.array "
+    "of m x n states or a snapshot table { state = }";
+
+/* init = a number, a name, a carlo.array or a snapshot table at idx: m x n states in [lo, hi]
+ * pushed as a buffer (NULL, nothing pushed, for all zero). */
+static const int32_t *initial_states(lua_State *L, int idx, const kmc_params *p, int lo, int hi,
                                      const char *where)
 {
-    int t = lua_getfield(L, idx, "initial");
-    if (t == LUA_TNIL) {
-        lua_pop(L, 1);
+    idx = lua_absindex(L, idx);
+    const int m = p->m, n = p->n;
+    const size_t N = (size_t)m * (size_t)n;
+    int t = lua_type(L, idx);
+    if (t == LUA_TNIL)
         return NULL;
-    }
-    size_t N = (size_t)m * (size_t)n;
+    if (t == LUA_TSTRING && strcmp(lua_tostring(L, idx), "flat") == 0)
+        return NULL;
     int32_t *x = (int32_t *)lua_newuserdatauv(L, carlo_mulsize(N, sizeof *x), 0);
-    lua_insert(L, -2);
+    if (t == LUA_TSTRING && strcmp(lua_tostring(L, idx), "random") == 0) {
+        if (p->kind != KMC_TABLE)
+            luaL_error(L, "%s: init = \"random\" needs a user model (states); sos_growth starts "
+                          "from heights", where);
+        /* uniform states from the seed (purpose KMC_PURPOSE_START, one draw per site) */
+        for (size_t i = 0; i < N; i++) {
+            carlo_u32x4 d = carlo_rng(p->seed, KMC_PURPOSE_START, 0, (uint64_t)i, 0);
+            x[i] = (int32_t)((uint64_t)d.v[0] * (uint64_t)(hi + 1) >> 32);
+        }
+        return x;
+    }
     if (t == LUA_TNUMBER) {
         int isint;
-        lua_Integer v = lua_tointegerx(L, -1, &isint);
+        lua_Integer v = lua_tointegerx(L, idx, &isint);
         if (!isint || v < lo || v > hi)
-            luaL_error(L, "%s: initial must be an integer from %d to %d or a carlo.array (got %s)",
-                       where, lo, hi, luaL_tolstring(L, -1, NULL));
+            luaL_error(L, "%s: init must be %s; an integer must lie from %d to %d (got %s)", where,
+                       INIT_HELP, lo, hi, luaL_tolstring(L, idx, NULL));
         for (size_t i = 0; i < N; i++)
             x[i] = (int32_t)v;
-    } else {
-        carlo_array *a = carlo_array_test(L, -1);
-        if (!a || a->n != N)
-            luaL_error(L, "%s: initial must be an integer or a carlo.array of m x n = %d x %d "
-                          "states (got %s)", where, m, n,
-                       a ? lua_pushfstring(L, "%I elements", (lua_Integer)a->n) : luaL_typename(L, -1));
-        for (size_t i = 0; i < N; i++) {
-            double v = carlo_array_get(a, i);
-            if (!(v >= lo && v <= hi) || v != floor(v))
-                luaL_error(L, "%s: initial element %I is %g; states must be integers from %d to %d",
-                           where, (lua_Integer)i + 1, v, lo, hi);
-            x[i] = (int32_t)v;
-        }
+        return x;
+    }
+    if (t == LUA_TSTRING)
+        luaL_error(L, "%s: init must be %s (got \"%s\")", where, INIT_HELP, lua_tostring(L, idx));
+    int from_table = t == LUA_TTABLE;
+    if (from_table)
+        lua_getfield(L, idx, "state");
+    else
+        lua_pushvalue(L, idx);
+    carlo_array *a = carlo_array_test(L, -1);
+    if (!a)
+        luaL_error(L, "%s: init must be %s (got %s%s)", where, INIT_HELP,
+                   from_table ? "a table whose state is " : "", luaL_typename(L, -1));
+    if (a->n != N || (a->ndim == 2 && (a->shape[0] != m || a->shape[1] != n)))
+        luaL_error(L, "%s: init: the state array must hold m x n = %d x %d states (got %I x %I)",
+                   where, m, n, (lua_Integer)a->shape[0], (lua_Integer)a->shape[1]);
+    for (size_t i = 0; i < N; i++) {
+        double v = carlo_array_get(a, i);
+        if (!(v >= lo && v <= hi) || v != floor(v))
+            luaL_error(L, "%s: init: element %I is %f; states must be integers from %d to %d",
+                       where, (lua_Integer)i + 1, v, lo, hi);
+        x[i] = (int32_t)v;
     }
     lua_pop(L, 1);
     return x;
 }
 
+/* ---------- the constructor ---------- */
+
+/* Old key names, read one release with a warning: {old, new}. */
+static const char *const RENAMED[][2] = {
+    {"phi", "bond"}, {"initial", "init"}, {"alpha_initial", "grow_initial"}, {"alpha", "grow"},
+    {"beta", "shrink"}};
+
+/* A copy of the keyword table at 1 with the old names moved to the new ones (warned once). */
+static void rename_keys(lua_State *L, const char *where)
+{
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_settable(L, -4);
+    }
+    for (size_t k = 0; k < sizeof RENAMED / sizeof RENAMED[0]; k++) {
+        const char *old = RENAMED[k][0], *new_name = RENAMED[k][1];
+        if (!carlo_arg_has(L, -1, old))
+            continue;
+        if (carlo_arg_has(L, -1, new_name))
+            luaL_error(L, "%s: give %s, not both %s and %s (its old name)", where, new_name,
+                       new_name, old);
+        carlo_lua_renamed(where, old, new_name);
+        lua_getfield(L, -1, old);
+        lua_setfield(L, -2, new_name);
+        lua_pushnil(L);
+        lua_setfield(L, -2, old);
+    }
+    lua_replace(L, 1);
+}
+
+/* model = "sos_growth": bond, k2 (and init heights); a user model: states, neighbourhood, rates
+ * (tabulated) and init states. Leaves the init buffer and the tables on the stack. */
+static void model_args(lua_State *L, kmc_params *p, const char *where)
+{
+    int user = carlo_arg_has(L, 1, "rates") || carlo_arg_has(L, 1, "states") ||
+               carlo_arg_has(L, 1, "neighbourhood");
+    if (carlo_arg_has(L, 1, "model") == user)
+        luaL_error(L, "%s: give either model = \"sos_growth\" (with bond, k2) or a user model "
+                      "(states, neighbourhood, rates)", where);
+    lua_getfield(L, 1, "init");
+    const int init = lua_gettop(L);
+    if (!user) {
+        carlo_arg_enum(L, 1, where, "model", NULL, MODELS);
+        p->kind = KMC_SOS;
+        p->bond = carlo_arg_num(L, 1, where, "bond", 1, 0, -INFINITY, 0, INFINITY, 0);
+        p->k2 = carlo_arg_num(L, 1, where, "k2", 0, 1.0, 0, 0, INFINITY, 0);
+        double rate[5];
+        if (kmc_sos_rates(p->bond, p->k2, rate))
+            carlo_raise(L, where);
+        p->initial = initial_states(L, init, p, INT32_MIN / 2, INT32_MAX / 2, where);
+        return;
+    }
+    if (carlo_arg_has(L, 1, "bond") || carlo_arg_has(L, 1, "k2"))
+        luaL_error(L, "%s: bond and k2 belong to model = \"sos_growth\"", where);
+    p->kind = KMC_TABLE;
+    int S = (int)carlo_arg_int(L, 1, where, "states", 1, 0, 2, 256);
+    int nbh = (int)carlo_arg_int(L, 1, where, "neighbourhood", 0, 4, 4, 8);
+    if (nbh != 4 && nbh != 8)
+        luaL_error(L, "%s: neighbourhood must be 4 or 8 (got %d)", where, nbh);
+    if (lua_getfield(L, 1, "rates") != LUA_TFUNCTION)
+        luaL_error(L, "%s: rates is required (a function(x, nbrs) returning "
+                      "{ {rate, new_state}, ... }; got %s)", where, luaL_typename(L, -1));
+    int fn = lua_gettop(L);
+    p->S = S;
+    p->initial = initial_states(L, init, p, 0, S - 1, where);
+    tabulate(L, fn, S, nbh, p, where);
+}
+
 static int l_kmc(lua_State *L)
 {
     const char *where = "carlo.kmc";
-    static const char *const keys[] = {"model", "m", "n", "phi", "k2", "states", "neighbourhood",
-                                       "rates", "initial", "seed", "device", "algorithm", "halo",
-                                       "tiles_per_block", "alpha_initial", "alpha", "beta", NULL};
+    static const char *const keys[] = {"model", "m", "n", "bond", "k2", "states", "neighbourhood",
+                                       "rates", "init", "seed", "device", "algorithm", "halo",
+                                       "grow_initial", "grow", "shrink", "quiet",
+                                       "tiles_per_block", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
-    carlo_args_allowed(L, 1, where, keys);
     lua_settop(L, 1);
+    rename_keys(L, where);
+    carlo_args_allowed(L, 1, where, keys);
+    const int quiet = carlo_arg_bool(L, 1, where, "quiet", 0);
     kmc_params p;
     memset(&p, 0, sizeof p);
     p.m = (int)carlo_arg_int(L, 1, where, "m", 1, 0, 1, KMC_SIDE_MAX);
@@ -254,121 +344,51 @@ static int l_kmc(lua_State *L)
         return luaL_error(L, "%s: m must be a multiple of the tile size %d (got %d)", where, KMC_TILE, p.m);
     if (p.n % KMC_TILE)
         return luaL_error(L, "%s: n must be a multiple of the tile size %d (got %d)", where, KMC_TILE, p.n);
-    int user = carlo_arg_has(L, 1, "rates") || carlo_arg_has(L, 1, "states") ||
-               carlo_arg_has(L, 1, "neighbourhood");
-    if (carlo_arg_has(L, 1, "model") == user)
-        return luaL_error(L, "%s: give either model = \"sos_growth\" (with phi, k2) or a user model "
-                             "(states, neighbourhood, rates)", where);
-    const int32_t *initial = NULL;
-    if (!user) {
-        carlo_arg_enum(L, 1, where, "model", NULL, MODELS);
-        p.kind = KMC_SOS;
-        p.phi = carlo_arg_num(L, 1, where, "phi", 1, 0, -INFINITY, 0, INFINITY, 0);
-        p.k2 = carlo_arg_num(L, 1, where, "k2", 0, 1.0, 0, 0, INFINITY, 0);
-        double rate[5];
-        if (kmc_sos_rates(p.phi, p.k2, rate))
-            return carlo_raise(L, where);
-        initial = initial_states(L, 1, p.m, p.n, INT32_MIN / 2, INT32_MAX / 2, where);
+    /* quiet: no word on stderr about a drawn seed or the device "auto" chose */
+    const int was_quiet = carlo_quiet;
+    if (carlo_arg_has(L, 1, "seed")) {
+        p.seed = carlo_arg_seed(L, 1, where);
     } else {
-        if (carlo_arg_has(L, 1, "phi") || carlo_arg_has(L, 1, "k2"))
-            return luaL_error(L, "%s: phi and k2 belong to model = \"sos_growth\"", where);
-        p.kind = KMC_TABLE;
-        int S = (int)carlo_arg_int(L, 1, where, "states", 1, 0, 2, 256);
-        int nbh = (int)carlo_arg_int(L, 1, where, "neighbourhood", 0, 4, 4, 8);
-        if (nbh != 4 && nbh != 8)
-            return luaL_error(L, "%s: neighbourhood must be 4 or 8 (got %d)", where, nbh);
-        if (lua_getfield(L, 1, "rates") != LUA_TFUNCTION)
-            return luaL_error(L, "%s: rates is required (a function(x, nbrs) returning "
-                                 "{ {rate, new_state}, ... })", where);
-        int fn = lua_gettop(L);
-        initial = initial_states(L, 1, p.m, p.n, 0, S - 1, where);
-        tabulate(L, fn, S, nbh, &p, where);
+        carlo_quiet |= quiet;
+        p.seed = carlo_arg_seed(L, 1, where); /* raises nothing without the key */
+        carlo_quiet = was_quiet;
     }
-    p.initial = initial;
-    p.seed = carlo_arg_seed(L, 1, where);
+    model_args(L, &p, where);
     p.algorithm = (kmc_algorithm)carlo_arg_enum(L, 1, where, "algorithm", "tiled", ALGORITHMS);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     const char *device = carlo_arg_str(L, 1, where, "device", 0);
     if (p.algorithm != KMC_TILED && !device)
         device = "cpu"; /* the serial algorithms run on the CPU whatever the default device */
-    p.device = carlo_lua_device(L, where, device);
-    /* Events that never depend on the neighbours (sos_growth at phi = 0, a table whose events
+    carlo_device_kind kind = CARLO_CPU;
+    carlo_quiet |= quiet;
+    int unresolved = carlo_device_resolve(device, &kind);
+    carlo_quiet = was_quiet;
+    if (unresolved)
+        return carlo_raise(L, where);
+    p.device = kind;
+    /* Events that never depend on the neighbours (sos_growth at bond = 0, a table whose events
      * are the same in every neighbourhood) keep tiles independent: the narrowest halo is then
      * exact without a single rejected step and does the least work. */
     const int halo_default = neighbour_free(&p) ? 1
                              : p.device == CARLO_GPU ? KMC_HALO_DEFAULT_GPU
                                                      : KMC_HALO_DEFAULT_CPU;
     p.halo = (int)carlo_arg_int(L, 1, where, "halo", 0, halo_default, 1, KMC_HALO_MAX);
+    if (carlo_arg_has(L, 1, "tiles_per_block")) /* a launch shape: private since the system layer */
+        carlo_lua_renamed(where, "tiles_per_block", "sys:launch{ tiles_per_block = }");
     p.tiles_per_block = (int)carlo_arg_int(L, 1, where, "tiles_per_block", 0, KMC_TPB_DEFAULT, 1,
-                                              KMC_TPB_MAX);
-    p.alpha_initial = carlo_arg_num(L, 1, where, "alpha_initial", 0, 10.0, 1, 0, INFINITY, 0);
-    p.alpha_after = carlo_arg_num(L, 1, where, "alpha", 0, 1.03, 1, 0, INFINITY, 0);
-    p.beta = carlo_arg_num(L, 1, where, "beta", 0, 0.5, 0, 0, 1, 0);
+                                           KMC_TPB_MAX);
+    p.grow_initial = carlo_arg_num(L, 1, where, "grow_initial", 0, 10.0, 1, 0, INFINITY, 0);
+    p.grow = carlo_arg_num(L, 1, where, "grow", 0, 1.03, 1, 0, INFINITY, 0);
+    p.shrink = carlo_arg_num(L, 1, where, "shrink", 0, 0.5, 0, 0, 1, 0);
     kmc_system *s = kmc_create(&p);
     if (!s)
         return carlo_raise(L, where);
     lua_settop(L, 1);
-    push_system(L, s);
+    carlo_lua_push_system(L, &kmc_lua_model, &s->sys);
     return 1;
 }
 
-/* ---------- running ---------- */
-
-static void push_run(lua_State *L, const kmc_system *s, const kmc_run_result *r)
-{
-    lua_createtable(L, 0, 5);
-    lua_pushinteger(L, (lua_Integer)r->events);
-    lua_setfield(L, -2, "events");
-    lua_pushinteger(L, (lua_Integer)r->steps);
-    lua_setfield(L, -2, "steps");
-    lua_pushinteger(L, (lua_Integer)r->rejected);
-    lua_setfield(L, -2, "rejected");
-    lua_pushnumber(L, r->seconds);
-    lua_setfield(L, -2, "seconds");
-    lua_pushnumber(L, s->ctrl.t);
-    lua_setfield(L, -2, "t");
-}
-
-/* sys:run{ time = | events =, quiet = } */
-static int write_frame(void *ctx, kmc_system *s)
-{
-    (void)s;
-    return traj_sink_write((traj_sink *)ctx);
-}
-
-/* sys:run{ time = | events =, every = (time between frames), trajectory =, quiet = } */
-static int l_run(lua_State *L)
-{
-    static const char *const keys[] = {"time", "events", "every", "trajectory", "quiet", NULL};
-    const char *where = "kmc:run";
-    kmc_system *s = check(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    carlo_args_allowed(L, 2, where, keys);
-    int has_time = carlo_arg_has(L, 2, "time"), has_events = carlo_arg_has(L, 2, "events");
-    if (has_time == has_events)
-        return luaL_error(L, "%s: give exactly one of time (how long) and events (how many)", where);
-    kmc_run_opts o;
-    memset(&o, 0, sizeof o);
-    if (has_time)
-        o.time = carlo_arg_num(L, 2, where, "time", 1, 0, 0, 0, INFINITY, 0);
-    else
-        o.events = (uint64_t)carlo_arg_int(L, 2, where, "events", 1, 0, 1, (int64_t)1 << 62);
-    o.quiet = carlo_arg_bool(L, 2, where, "quiet", 0);
-    if (carlo_arg_has(L, 2, "every") != carlo_arg_has(L, 2, "trajectory"))
-        return luaL_error(L, "%s: trajectory and every go together (every: the time between frames)",
-                          where);
-    traj_sink sink; /* a frame at every multiple of `every` in time, written from C */
-    if (traj_lua_sink_target(L, 2, 1, where, s->ctrl.events, &sink)) {
-        o.every = carlo_arg_num(L, 2, where, "every", 1, 0, 0, 0, INFINITY, 0);
-        o.callback = write_frame;
-        o.ctx = &sink;
-    }
-    kmc_run_result r;
-    if (kmc_run_ex(s, &o, &r))
-        return carlo_raise(L, where);
-    push_run(L, s, &r);
-    return 1;
-}
+/* ---------- KMC's own methods ---------- */
 
 /* sys:try_step(dt [, { force = false }]) -> accepted, events, matched */
 static int l_try_step(lua_State *L)
@@ -379,6 +399,7 @@ static int l_try_step(lua_State *L)
     double dt = luaL_checknumber(L, 2);
     int force = 0;
     if (!lua_isnoneornil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
         carlo_args_allowed(L, 3, where, keys);
         force = carlo_arg_bool(L, 3, where, "force", 0);
     }
@@ -392,122 +413,101 @@ static int l_try_step(lua_State *L)
     return 3;
 }
 
-static int l_sync(lua_State *L)
+/* sys:substep() -> accepted, events, matched: one step of the adaptive scheme */
+static int l_substep(lua_State *L)
 {
     kmc_system *s = check(L, 1);
-    if (s->be->sync(s))
-        return carlo_raise(L, "kmc:sync");
-    return 0;
+    int accepted, matched;
+    uint64_t events;
+    if (kmc_substep(s, &accepted, &matched, &events))
+        return carlo_raise(L, "kmc:substep");
+    lua_pushboolean(L, accepted);
+    lua_pushinteger(L, (lua_Integer)events);
+    lua_pushboolean(L, matched);
+    return 3;
 }
 
-/* ---------- observing ---------- */
-
-/* sys:snapshot([{ clocks = false }]) -> { state =, t =, events = [, tau =, draws = ] } */
-static int l_snapshot(lua_State *L)
+/* sys:clocks() -> { tau = f64 m x n, draws = u32 m x n, t =, events =, step = } */
+static int l_clocks(lua_State *L)
 {
-    static const char *const keys[] = {"clocks", NULL};
-    const char *where = "kmc:snapshot";
+    const char *where = "kmc:clocks";
     kmc_system *s = check(L, 1);
-    int clocks = 0;
-    if (!lua_isnoneornil(L, 2)) {
-        carlo_args_allowed(L, 2, where, keys);
-        clocks = carlo_arg_bool(L, 2, where, "clocks", 0);
-    }
-    if (clocks && s->algorithm == KMC_BKL)
+    if (s->algorithm == KMC_BKL)
         return luaL_error(L, "%s: algorithm = \"bkl\" keeps no clocks", where);
+    if (carlo_sys_alive(&s->sys))
+        return carlo_raise(L, where);
     lua_createtable(L, 0, 5);
-    carlo_array *x = carlo_array_push(L, CARLO_I32, s->m, s->n);
-    lua_setfield(L, -2, "state");
-    carlo_array *tau = NULL, *draws = NULL;
-    if (clocks) {
-        tau = carlo_array_push(L, CARLO_F64, s->m, s->n);
-        lua_setfield(L, -2, "tau");
-        draws = carlo_array_push(L, CARLO_U32, s->m, s->n);
-        lua_setfield(L, -2, "draws");
-    }
-    if (s->dead)
-        return luaL_error(L, "%s: this system died on an earlier device error", where);
-    if (s->be->get_state(s, (int32_t *)x->data, tau ? (double *)tau->data : NULL,
-                         draws ? (uint32_t *)draws->data : NULL)) {
-        s->dead = s->device == CARLO_GPU;
+    carlo_array *tau = carlo_array_push(L, CARLO_F64, s->m, s->n);
+    lua_setfield(L, -2, "tau");
+    carlo_array *draws = carlo_array_push(L, CARLO_U32, s->m, s->n);
+    lua_setfield(L, -2, "draws");
+    if (s->be->get_state(s, NULL, (double *)tau->data, (uint32_t *)draws->data)) {
+        kmc_fail(s);
         return carlo_raise(L, where);
     }
-    lua_pushnumber(L, s->ctrl.t);
-    lua_setfield(L, -2, "t");
-    lua_pushinteger(L, (lua_Integer)s->ctrl.events);
-    lua_setfield(L, -2, "events");
+    carlo_lua_setnum(L, "t", s->ctrl.t);
+    carlo_lua_setint(L, "events", (long long)s->ctrl.events);
+    carlo_lua_setint(L, "step", (long long)s->step);
     return 1;
 }
 
-/* sys:observe() -> { t, events, mean, width, min, max [, step_fraction | counts] } */
-static int l_observe(lua_State *L)
+/* The adaptive step's record, since the system was made. */
+static void push_counters(lua_State *L, const kmc_system *s)
 {
-    kmc_system *s = check(L, 1);
-    if (s->dead)
-        return luaL_error(L, "kmc:observe: this system died on an earlier device error");
-    kmc_obs o;
-    uint64_t *counts = NULL;
-    if (s->model.kind == KMC_TABLE)
-        counts = (uint64_t *)lua_newuserdatauv(L, sizeof *counts * (size_t)s->model.S, 0);
-    if (kmc_observe(s, &o, counts))
-        return carlo_raise(L, "kmc:observe");
-    lua_createtable(L, 0, 8);
-    lua_pushnumber(L, s->ctrl.t);
-    lua_setfield(L, -2, "t");
-    lua_pushinteger(L, (lua_Integer)s->ctrl.events);
-    lua_setfield(L, -2, "events");
-    lua_pushnumber(L, o.mean);
-    lua_setfield(L, -2, "mean");
-    lua_pushnumber(L, o.width);
-    lua_setfield(L, -2, "width");
-    lua_pushinteger(L, (lua_Integer)o.min);
-    lua_setfield(L, -2, "min");
-    lua_pushinteger(L, (lua_Integer)o.max);
-    lua_setfield(L, -2, "max");
-    if (s->model.kind == KMC_SOS) {
-        lua_pushnumber(L, o.step_fraction);
-        lua_setfield(L, -2, "step_fraction");
-    } else {
-        lua_createtable(L, s->model.S, 0);
-        for (int v = 0; v < s->model.S; v++) {
-            lua_pushinteger(L, (lua_Integer)counts[v]);
-            lua_rawseti(L, -2, v + 1);
-        }
-        lua_setfield(L, -2, "counts");
-    }
+    const kmc_ctrl *c = &s->ctrl;
+    double ntiles = (double)s->geom.ntr * (double)s->geom.ntc;
+    uint64_t tried = c->accepted + c->rejected;
+    lua_createtable(L, 0, 12);
+    carlo_lua_setint(L, "tried", (long long)tried);
+    carlo_lua_setint(L, "accepted", (long long)c->accepted);
+    carlo_lua_setint(L, "rejected", (long long)c->rejected);
+    carlo_lua_setnum(L, "rejected_fraction", tried ? (double)c->rejected / (double)tried : 0.0);
+    carlo_lua_setint(L, "events", (long long)c->events);
+    carlo_lua_setint(L, "simulated", (long long)c->simulated);
+    carlo_lua_setnum(L, "events_per_tile_step",
+                     c->accepted ? (double)c->events / ((double)c->accepted * ntiles) : 0.0);
+    carlo_lua_setnum(L, "work_per_event", c->events ? (double)c->simulated / (double)c->events : 0.0);
+    carlo_lua_setint(L, "domain_events", (long long)c->domain_events);
+    carlo_lua_setnum(L, "dt", c->dt);
+    carlo_lua_setnum(L, "grow", c->grow);
+}
+
+/* sys:counters() -> { tried, accepted, rejected, rejected_fraction, events, simulated, ... } */
+static int l_counters(lua_State *L)
+{
+    push_counters(L, check(L, 1));
     return 1;
 }
 
-/* sys:stats() -> the adaptive step's record */
+/* sys:stats(): the old name of counters, with its old fields steps and alpha */
 static int l_stats(lua_State *L)
 {
     kmc_system *s = check(L, 1);
-    const kmc_ctrl *c = &s->ctrl;
-    double ntiles = (double)s->geom.ntr * (double)s->geom.ntc;
-    uint64_t steps = c->accepted + c->rejected;
-    lua_createtable(L, 0, 10);
-    lua_pushinteger(L, (lua_Integer)c->accepted);
-    lua_setfield(L, -2, "accepted");
-    lua_pushinteger(L, (lua_Integer)c->rejected);
-    lua_setfield(L, -2, "rejected");
-    lua_pushinteger(L, (lua_Integer)steps);
-    lua_setfield(L, -2, "steps");
-    lua_pushnumber(L, steps ? (double)c->rejected / (double)steps : 0.0);
-    lua_setfield(L, -2, "rejected_fraction");
-    lua_pushinteger(L, (lua_Integer)c->events);
-    lua_setfield(L, -2, "events");
-    lua_pushinteger(L, (lua_Integer)c->simulated);
-    lua_setfield(L, -2, "simulated");
-    lua_pushnumber(L, c->accepted ? (double)c->events / ((double)c->accepted * ntiles) : 0.0);
-    lua_setfield(L, -2, "events_per_tile_step");
-    lua_pushnumber(L, c->events ? (double)c->simulated / (double)c->events : 0.0);
-    lua_setfield(L, -2, "work_per_event");
-    lua_pushinteger(L, (lua_Integer)c->domain_events);
-    lua_setfield(L, -2, "domain_events");
-    lua_pushnumber(L, c->dt);
-    lua_setfield(L, -2, "dt");
-    lua_pushnumber(L, c->alpha);
-    lua_setfield(L, -2, "alpha");
+    carlo_lua_renamed("kmc", "stats()", "counters()");
+    push_counters(L, s);
+    carlo_lua_setint(L, "steps", (long long)(s->ctrl.accepted + s->ctrl.rejected));
+    carlo_lua_setnum(L, "alpha", s->ctrl.grow);
+    return 1;
+}
+
+/* sys:launch([{ tiles_per_block = }]) -> { tiles_per_block = }: benchmarks only; never changes
+ * the chain. */
+static int l_launch(lua_State *L)
+{
+    static const char *const keys[] = {"tiles_per_block", NULL};
+    const char *where = "kmc:launch";
+    kmc_system *s = check(L, 1);
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        carlo_args_allowed(L, 2, where, keys);
+        if (carlo_arg_has(L, 2, "tiles_per_block")) {
+            int tpb = (int)carlo_arg_int(L, 2, where, "tiles_per_block", 1, 0, 1, KMC_TPB_MAX);
+            if (kmc_set_launch(s, tpb))
+                return carlo_raise(L, where);
+        }
+    }
+    lua_createtable(L, 0, 1);
+    carlo_lua_setint(L, "tiles_per_block", s->tiles_per_block);
     return 1;
 }
 
@@ -522,6 +522,7 @@ static int l_png(lua_State *L)
     int scale = 1, has_lo = 0, has_hi = 0;
     double lo = 0, hi = 0;
     if (!lua_isnoneornil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
         carlo_args_allowed(L, 3, where, keys);
         scale = (int)carlo_arg_int(L, 3, where, "scale", 0, 1, 1, 64);
         has_lo = carlo_arg_has(L, 3, "lo");
@@ -531,10 +532,12 @@ static int l_png(lua_State *L)
     }
     size_t N = (size_t)s->m * (size_t)s->n;
     int32_t *x = (int32_t *)lua_newuserdatauv(L, carlo_mulsize(N, sizeof *x), 0);
-    if (s->dead)
-        return luaL_error(L, "%s: this system died on an earlier device error", where);
-    if (s->be->get_state(s, x, NULL, NULL))
+    if (carlo_sys_alive(&s->sys))
         return carlo_raise(L, where);
+    if (s->be->get_state(s, x, NULL, NULL)) {
+        kmc_fail(s);
+        return carlo_raise(L, where);
+    }
     if (s->model.kind == KMC_TABLE) {
         uint8_t *b = (uint8_t *)lua_newuserdatauv(L, N, 0);
         for (size_t i = 0; i < N; i++)
@@ -568,134 +571,172 @@ static int l_png(lua_State *L)
     return 0;
 }
 
-static int l_save(lua_State *L)
-{
-    check(L, 1);
-    traj_lua_save(L, 1, luaL_checkstring(L, 2), "kmc:save");
-    return 0;
-}
+/* ---------- the system layer's Lua face ---------- */
 
-static int l_close(lua_State *L)
-{
-    kmc_ud *u = (kmc_ud *)luaL_checkudata(L, 1, KMC_MT);
-    kmc_destroy(u->s);
-    u->s = NULL;
-    return 0;
-}
-
-static const char *model_name(const kmc_system *s)
+static const char *kind_name(const kmc_system *s)
 {
     return s->model.kind == KMC_SOS ? "sos_growth" : "user";
 }
 
-static int l_tostring(lua_State *L)
+static void describe(lua_State *L, carlo_sys *c)
 {
-    kmc_ud *u = (kmc_ud *)luaL_checkudata(L, 1, KMC_MT);
-    if (!u->s) {
-        lua_pushliteral(L, "carlo.kmc (closed)");
-        return 1;
-    }
-    kmc_system *s = u->s;
+    kmc_system *s = (kmc_system *)c;
     char t[32];
     snprintf(t, sizeof t, "%.6g", s->ctrl.t);
     if (s->model.kind == KMC_SOS)
-        lua_pushfstring(L, "carlo.kmc(sos_growth, %d x %d, phi = %f, %s, t = %s, %I events, %s)",
-                        s->m, s->n, s->phi, kmc_algorithm_name(s->algorithm), t,
-                        (lua_Integer)s->ctrl.events, carlo_device_name(s->device));
+        lua_pushfstring(L, "sos_growth, %d x %d, bond = %f, %s, t = %s, %I events", s->m, s->n,
+                        s->bond, kmc_algorithm_name(s->algorithm), t, (lua_Integer)s->ctrl.events);
     else
-        lua_pushfstring(L, "carlo.kmc(user, %d states, %d neighbours, %d x %d, %s, t = %s, %I events, %s)",
+        lua_pushfstring(L, "user, %d states, %d neighbours, %d x %d, %s, t = %s, %I events",
                         s->model.S, s->model.nbh, s->m, s->n, kmc_algorithm_name(s->algorithm), t,
-                        (lua_Integer)s->ctrl.events, carlo_device_name(s->device));
+                        (lua_Integer)s->ctrl.events);
+}
+
+static int index_field(lua_State *L, carlo_sys *c, const char *k)
+{
+    kmc_system *s = (kmc_system *)c;
+    if (strcmp(k, "t") == 0) /* read by the system layer; here so that setting it says read-only */
+        lua_pushnumber(L, s->ctrl.t);
+    else if (strcmp(k, "events") == 0)
+        lua_pushinteger(L, (lua_Integer)s->ctrl.events);
+    else if (strcmp(k, "m") == 0)
+        lua_pushinteger(L, s->m);
+    else if (strcmp(k, "n") == 0)
+        lua_pushinteger(L, s->n);
+    else if (strcmp(k, "N") == 0)
+        lua_pushinteger(L, (lua_Integer)s->m * s->n);
+    else if (strcmp(k, "tiles") == 0)
+        lua_pushinteger(L, (lua_Integer)s->geom.ntr * s->geom.ntc);
+    else if (strcmp(k, "algorithm") == 0)
+        lua_pushstring(L, kmc_algorithm_name(s->algorithm));
+    else if (strcmp(k, "kind") == 0)
+        lua_pushstring(L, kind_name(s));
+    else if (strcmp(k, "halo") == 0)
+        lua_pushinteger(L, s->geom.halo);
+    else if (strcmp(k, "dt") == 0)
+        lua_pushnumber(L, s->ctrl.dt);
+    else if (strcmp(k, "neighbourhood") == 0)
+        lua_pushinteger(L, s->model.nbh);
+    else if (strcmp(k, "states") == 0 && s->model.kind == KMC_TABLE)
+        lua_pushinteger(L, s->model.S);
+    else if (strcmp(k, "tiles_per_block") == 0) { /* a launch shape: sys:launch() */
+        carlo_lua_renamed("kmc", "tiles_per_block", "launch().tiles_per_block");
+        lua_pushinteger(L, s->tiles_per_block);
+    } else
+        return 0;
     return 1;
 }
 
-static int l_index(lua_State *L)
+/* { state = i32 m x n array, shape = { m, n }, step =, t =, events = } */
+static void snapshot(lua_State *L, carlo_sys *c, int replica)
 {
-    kmc_system *s = check(L, 1);
-    const char *k = luaL_checkstring(L, 2);
-    if (strcmp(k, "t") == 0) lua_pushnumber(L, s->ctrl.t);
-    else if (strcmp(k, "events") == 0) lua_pushinteger(L, (lua_Integer)s->ctrl.events);
-    else if (strcmp(k, "m") == 0) lua_pushinteger(L, s->m);
-    else if (strcmp(k, "n") == 0) lua_pushinteger(L, s->n);
-    else if (strcmp(k, "N") == 0) lua_pushinteger(L, (lua_Integer)s->m * s->n);
-    else if (strcmp(k, "tiles") == 0) lua_pushinteger(L, (lua_Integer)s->geom.ntr * s->geom.ntc);
-    else if (strcmp(k, "seed") == 0) lua_pushinteger(L, (lua_Integer)s->seed);
-    else if (strcmp(k, "device") == 0) lua_pushstring(L, carlo_device_name(s->device));
-    else if (strcmp(k, "algorithm") == 0) lua_pushstring(L, kmc_algorithm_name(s->algorithm));
-    else if (strcmp(k, "model") == 0) lua_pushstring(L, model_name(s));
-    else if (strcmp(k, "halo") == 0) lua_pushinteger(L, s->geom.halo);
-    else if (strcmp(k, "tiles_per_block") == 0) lua_pushinteger(L, s->tiles_per_block);
-    else if (strcmp(k, "dt") == 0) lua_pushnumber(L, s->ctrl.dt);
-    else if (strcmp(k, "phi") == 0 && s->model.kind == KMC_SOS) lua_pushnumber(L, s->phi);
-    else if (strcmp(k, "k2") == 0 && s->model.kind == KMC_SOS) lua_pushnumber(L, s->k2);
-    else if (strcmp(k, "states") == 0 && s->model.kind == KMC_TABLE) lua_pushinteger(L, s->model.S);
-    else if (strcmp(k, "neighbourhood") == 0) lua_pushinteger(L, s->model.nbh);
-    else {
-        luaL_getmetatable(L, KMC_MT);
-        lua_getfield(L, -1, "methods");
-        if (lua_getfield(L, -1, k) == LUA_TNIL)
-            return luaL_error(L, "kmc: no field or method '%s'", k);
+    (void)replica;
+    kmc_system *s = (kmc_system *)c;
+    if (carlo_sys_alive(c))
+        carlo_raise(L, "kmc:snapshot");
+    lua_createtable(L, 0, 5);
+    carlo_array *x = carlo_array_push(L, CARLO_I32, s->m, s->n);
+    lua_setfield(L, -2, "state");
+    if (s->be->get_state(s, (int32_t *)x->data, NULL, NULL)) {
+        kmc_fail(s);
+        carlo_raise(L, "kmc:snapshot");
     }
-    return 1;
+    lua_createtable(L, 2, 0);
+    lua_pushinteger(L, s->m);
+    lua_rawseti(L, -2, 1);
+    lua_pushinteger(L, s->n);
+    lua_rawseti(L, -2, 2);
+    lua_setfield(L, -2, "shape");
+    carlo_lua_setint(L, "step", (long long)s->step);
+    carlo_lua_setnum(L, "t", s->ctrl.t);
+    carlo_lua_setint(L, "events", (long long)s->ctrl.events);
 }
 
-static int l_newindex(lua_State *L)
+/* run{ events =, every =, trajectory = }: the events take at least events / (N rate_max) in
+ * time, so a frame interval that would write more than 1e9 frames over that is refused (the
+ * shared layer checks runs of a given time). */
+static void run_args(lua_State *L, int args, carlo_sys *c, carlo_run_opts *o, const char *where)
 {
-    check(L, 1);
-    const char *k = luaL_checkstring(L, 2);
-    return luaL_error(L, "kmc: field '%s' is read-only", k);
+    const kmc_system *s = (const kmc_system *)c;
+    if (o->clock != CARLO_CLOCK_EVENTS || !carlo_arg_has(L, args, "trajectory") ||
+        !carlo_arg_has(L, args, "every") || !(s->rate_max > 0))
+        return;
+    double every = carlo_arg_num(L, args, where, "every", 1, 0, 0, 0, 1e300, 1);
+    double least = (double)o->n / ((double)s->m * (double)s->n * s->rate_max);
+    if (least / every > 1e9)
+        luaL_error(L, "%s: every = %f would write at least %f frames over events = %I (at most 1e9)",
+                   where, every, least / every, (lua_Integer)o->n);
 }
 
-/* ---------- generic model interface ---------- */
-
-static int model_frame(void *ud, carlo_frame *f)
+static void sample_extra(lua_State *L, carlo_sys *c, int replica, const void *opt)
 {
-    return kmc_frame(((kmc_ud *)ud)->s, f);
+    (void)replica;
+    (void)opt;
+    const kmc_system *s = (const kmc_system *)c;
+    carlo_lua_setnum(L, "t", s->ctrl.t);
+    carlo_lua_setint(L, "events", (long long)s->ctrl.events);
 }
 
-static int model_checkpoint(void *ud, carlo_frame *f)
+/* min and max as the integers they are; user models' populations as counts[x + 1] too */
+static void observe_extra(lua_State *L, carlo_sys *c, int replica, const double *v)
 {
-    return kmc_checkpoint(((kmc_ud *)ud)->s, f);
+    (void)replica;
+    const kmc_system *s = (const kmc_system *)c;
+    carlo_lua_setint(L, "min", (long long)v[2]);
+    carlo_lua_setint(L, "max", (long long)v[3]);
+    if (s->model.kind != KMC_TABLE)
+        return;
+    lua_createtable(L, s->model.S, 0);
+    for (int k = 0; k < s->model.S; k++) {
+        lua_pushinteger(L, (lua_Integer)v[4 + k]);
+        lua_rawseti(L, -2, k + 1);
+    }
+    lua_setfield(L, -2, "counts");
 }
 
-static int model_restore(lua_State *L, const carlo_frame *f, const char *device)
+/* Seconds kept in hand for the checkpoint of a walltime-limited run: states, clocks and draw
+ * counters (16 bytes a site) at a conservative 100 MB/s plus half a second. */
+static double reserve(const carlo_sys *c)
+{
+    const kmc_system *s = (const kmc_system *)c;
+    return 0.5 + (double)s->m * (double)s->n * 16.0 / 1e8;
+}
+
+/* carlo.load without a device: the serial algorithms' checkpoints go to the CPU */
+static const char *load_device(const carlo_frame *f)
 {
     const int32_t *shape = carlo_frame_expect(f, "kmc/shape", CARLO_I32, 8, 1);
-    if (!shape)
-        return luaL_error(L, "carlo.load: kmc checkpoint: %s", carlo_errmsg());
-    if (!device && shape[2] != KMC_TILED)
-        device = "cpu";
-    kmc_system *s = kmc_restore(f, carlo_lua_device(L, "carlo.load", device));
-    if (!s)
-        return luaL_error(L, "carlo.load: kmc checkpoint: %s", carlo_errmsg());
-    push_system(L, s);
-    return 1;
+    return shape && shape[2] != KMC_TILED ? "cpu" : NULL;
 }
 
-static const carlo_model kmc_model_iface = {
-    .name = "kmc",
-    .metatable = KMC_MT,
-    .frame = model_frame,
-    .checkpoint = model_checkpoint,
-    .restore = model_restore,
+static const char *const aliases[] = {"phi", "bond", NULL};
+static const char *const refused[] = {
+    "sweeps", "KMC counts model time (time =, upto =) or events (events =), not sweeps", NULL};
+
+static const luaL_Reg methods[] = {
+    {"try_step", l_try_step}, {"substep", l_substep}, {"clocks", l_clocks},
+    {"counters", l_counters}, {"stats", l_stats}, {"launch", l_launch}, {"png", l_png},
+    {NULL, NULL}};
+
+const carlo_lua_model kmc_lua_model = {
+    .ops = &kmc_ops,
+    .metatable = "carlo.kmc",
+    .methods = methods,
+    .index = index_field,
+    .describe = describe,
+    .snapshot = snapshot,
+    .run_args = run_args,
+    .sample_extra = sample_extra,
+    .observe_extra = observe_extra,
+    .reserve = reserve,
+    .aliases = aliases,
+    .load_device = load_device,
+    .refused = refused,
 };
 
 void kmc_lua_open(lua_State *L)
 {
-    static const luaL_Reg meta[] = {
-        {"__index", l_index}, {"__newindex", l_newindex}, {"__gc", l_close}, {"__close", l_close},
-        {"__tostring", l_tostring}, {NULL, NULL}};
-    static const luaL_Reg methods[] = {
-        {"run", l_run}, {"try_step", l_try_step}, {"snapshot", l_snapshot}, {"observe", l_observe},
-        {"stats", l_stats}, {"png", l_png}, {"save", l_save}, {"sync", l_sync}, {"close", l_close},
-        {NULL, NULL}};
-    if (luaL_newmetatable(L, KMC_MT)) {
-        luaL_setfuncs(L, meta, 0);
-        luaL_newlib(L, methods);
-        lua_setfield(L, -2, "methods");
-    }
-    lua_pop(L, 1);
-    carlo_model_register(L, &kmc_model_iface);
+    carlo_lua_model_register(L, &kmc_lua_model);
     lua_pushcfunction(L, l_kmc);
     lua_setfield(L, -2, "kmc");
 }

@@ -1,8 +1,16 @@
 -- kmc_models.lua — models and comparisons shared by the KMC tests (lua, gpu, validation).
 local M = {}
 
--- Sites whose state, clock or draw counter differ between two snapshots taken with
--- { clocks = true }; with mod, a's states are compared with b's states modulo mod.
+-- The whole state of a system: its snapshot with the clocks (tau, draws) of sys:clocks().
+function M.full(sys)
+  local s = sys:snapshot()
+  local c = sys:clocks()
+  s.tau, s.draws = c.tau, c.draws
+  return s
+end
+
+-- Sites whose state, clock or draw counter differ between two full states (M.full); with mod,
+-- a's states are compared with b's states modulo mod.
 function M.diff(sa, sb, mod)
   local bad = 0
   for i = 1, #sa.state do
@@ -40,11 +48,11 @@ function M.three_state(c)
 end
 
 -- The sos_growth model written as a user model: heights modulo S (exact while neighbouring
--- heights differ by less than S / 2), rate k2 exp((2 n_b - 4) phi).
-function M.user_sos(S, phi, k2)
+-- heights differ by less than S / 2), rate k2 exp((2 n_b - 4) bond).
+function M.user_sos(S, bond, k2)
   k2 = k2 or 1
   local rate = {}
-  for nb = 0, 4 do rate[nb] = k2 * math.exp((2 * nb - 4) * phi) end
+  for nb = 0, 4 do rate[nb] = k2 * math.exp((2 * nb - 4) * bond) end
   return function(x, nb)
     local n = 0
     for k = 1, 4 do

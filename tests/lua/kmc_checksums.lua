@@ -7,9 +7,11 @@ local models = require "kmc_models"
 
 carlo.threads(1)
 
-local function pair(phi, seed)
-  local a = carlo.kmc{ model = "sos_growth", m = 64, n = 64, phi = phi, seed = seed }
-  local b = carlo.kmc{ model = "sos_growth", m = 64, n = 64, phi = phi, seed = seed, algorithm = "serial" }
+local full = models.full
+
+local function pair(bond, seed)
+  local a = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = seed }
+  local b = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = seed, algorithm = "serial" }
   return a, b
 end
 
@@ -21,18 +23,18 @@ do
   local s, ref = pair(1, 21)
   s:run{ events = 50000 }
   local long = 30 * s.dt -- the adaptive step sits just below the longest safe one
-  local before, stats = s:snapshot{ clocks = true }, s:stats()
+  local before, counters = full(s), s:counters()
   local ok, events, matched = s:try_step(long)
   check.ok("lua/kmc/long-step-rejected", not ok and not matched and events > 0
-    and s:stats().rejected == stats.rejected + 1 and s:stats().accepted == stats.accepted,
+    and s:counters().rejected == counters.rejected + 1 and s:counters().accepted == counters.accepted
+    and s.step == counters.tried + 1,
     ("accepted %s, matched %s, %d events"):format(tostring(ok), tostring(matched), events))
-  check.ok("lua/kmc/rejected-step-leaves-state", same_snap(s:snapshot{ clocks = true }, before),
-    "the state changed")
+  check.ok("lua/kmc/rejected-step-leaves-state", same_snap(full(s), before), "the state changed")
   -- the same step forced through differs from the exact trajectory: the rejection was right
   local forced, _, fmatched = s:try_step(long, { force = true })
   ref:run{ time = before.t }
   ref:run{ time = long }
-  local wrong = models.diff(s:snapshot{ clocks = true }, ref:snapshot{ clocks = true })
+  local wrong = models.diff(full(s), full(ref))
   check.ok("lua/kmc/forced-long-step-is-wrong", forced and not fmatched and wrong > 0 and s.t == ref.t,
     ("forced %s, matched %s, %d sites differ from the serial run"):format(tostring(forced),
       tostring(fmatched), wrong))
@@ -40,15 +42,15 @@ end
 
 -- Steps of growing length, each compared with the serial method over the same interval: the
 -- accepted ones are exact, the rejected ones leave the state alone, and both kinds occur.
-for _, phi in ipairs{ 1, 3 } do
-  local s, ref = pair(phi, 30 + phi)
+for _, bond in ipairs{ 1, 3 } do
+  local s, ref = pair(bond, 30 + bond)
   local dt, accepted, rejected, wrong = 1e-3, 0, 0, 0
   for _ = 1, 60 do
     local ok = s:try_step(dt)
     if ok then
       accepted = accepted + 1
       ref:run{ time = dt }
-      if not same_snap(s:snapshot{ clocks = true }, ref:snapshot{ clocks = true }) then
+      if not same_snap(full(s), full(ref)) then
         wrong = wrong + 1
       end
       dt = dt * 1.6
@@ -57,7 +59,7 @@ for _, phi in ipairs{ 1, 3 } do
       dt = dt * 0.5
     end
   end
-  check.ok("lua/kmc/accepted-steps-exact-phi" .. phi, wrong == 0 and accepted >= 20 and rejected >= 5,
+  check.ok("lua/kmc/accepted-steps-exact-bond" .. bond, wrong == 0 and accepted >= 20 and rejected >= 5,
     ("%d accepted (%d wrong), %d rejected"):format(accepted, wrong, rejected))
 end
 
@@ -73,7 +75,7 @@ do
     if a:try_step(dt) then
       accepted = accepted + 1
       b:run{ time = dt }
-      if not same_snap(a:snapshot{ clocks = true }, b:snapshot{ clocks = true }) then wrong = wrong + 1 end
+      if not same_snap(full(a), full(b)) then wrong = wrong + 1 end
       dt = dt * 1.6
     else
       rejected = rejected + 1
@@ -85,8 +87,21 @@ do
 end
 
 check.raises("lua/kmc/try-step-needs-tiled", function()
-  carlo.kmc{ model = "sos_growth", m = 8, n = 8, phi = 1, seed = 1, algorithm = "bkl" }:try_step(1)
+  carlo.kmc{ model = "sos_growth", m = 8, n = 8, bond = 1, seed = 1, algorithm = "bkl" }:try_step(1)
 end, "kmc:try_step", "tiled")
 check.raises("lua/kmc/try-step-positive", function()
-  carlo.kmc{ model = "sos_growth", m = 8, n = 8, phi = 1, seed = 1 }:try_step(-1)
-end, "dt must be a finite number > 0")
+  carlo.kmc{ model = "sos_growth", m = 8, n = 8, bond = 1, seed = 1 }:try_step(-1)
+end, "dt must be a finite number in (0, ", "(got -1)")
+-- an absurd step is refused with the range at once (it would run for ever, Ctrl-C or not):
+-- at bond = 0 every site has rate k2 = 2, so dt may be at most 2^16 / 2
+do
+  local s = carlo.kmc{ model = "sos_growth", m = 8, n = 8, bond = 0, k2 = 2, seed = 1 }
+  local t0 = os.clock()
+  check.raises("lua/kmc/try-step-absurd", function() s:try_step(1e300) end,
+    "dt must be a finite number in (0, 32768]", "2^16 events per site", "(got 1e+300)")
+  check.raises("lua/kmc/try-step-inf", function() s:try_step(math.huge) end, "(got inf)")
+  check.ok("lua/kmc/try-step-absurd-at-once", os.clock() - t0 < 1 and s.t == 0 and s.step == 0,
+    ("%.2f s, t %g"):format(os.clock() - t0, s.t))
+  local ok, events = s:try_step(1)
+  check.ok("lua/kmc/try-step-at-bond0", ok and events > 0 and s.t == 1, ("t %g"):format(s.t))
+end

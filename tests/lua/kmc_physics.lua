@@ -1,5 +1,5 @@
--- lua/kmc: the physics. At phi = 0 the model is random deposition: every column grows
--- independently at rate k2, so the heights at time t are Poisson with mean k2 t. At phi = 1
+-- lua/kmc: the physics. At bond = 0 the model is random deposition: every column grows
+-- independently at rate k2, so the heights at time t are Poisson with mean k2 t. At bond = 1
 -- the tiled scheme and BKL (independent algorithms, independent random numbers) agree on the
 -- growth rate and the interface width. Error bars come from independent sites and runs.
 local carlo = require "carlo"
@@ -9,7 +9,7 @@ carlo.threads(1)
 
 do
   local m, n, k2, t = 128, 128, 2.5, 40
-  local s = carlo.kmc{ model = "sos_growth", m = m, n = n, phi = 0, k2 = k2, seed = 17 }
+  local s = carlo.kmc{ model = "sos_growth", m = m, n = n, bond = 0, k2 = k2, seed = 17 }
   s:run{ time = t }
   local h = s:snapshot().state
   local N, lambda = m * n, k2 * t
@@ -22,10 +22,10 @@ do
   local var = (sum2 - sum * sum / N) / (N - 1)
   -- Poisson(lambda): the mean of N sites has variance lambda / N, the sample variance
   -- (lambda + 2 lambda^2) / N
-  check.within("lua/kmc/phi0-poisson-mean", mean, lambda, math.sqrt(lambda / N), 3.5)
-  check.within("lua/kmc/phi0-poisson-variance", var, lambda, math.sqrt((lambda + 2 * lambda ^ 2) / N), 3.5)
-  check.eq("lua/kmc/phi0-events", s.events, sum)
-  check.eq("lua/kmc/phi0-never-rejected", s:stats().rejected, 0)
+  check.within("lua/kmc/bond0-poisson-mean", mean, lambda, math.sqrt(lambda / N), 3.5)
+  check.within("lua/kmc/bond0-poisson-variance", var, lambda, math.sqrt((lambda + 2 * lambda ^ 2) / N), 3.5)
+  check.eq("lua/kmc/bond0-events", s.events, sum)
+  check.eq("lua/kmc/bond0-never-rejected", s:counters().rejected, 0)
 end
 
 -- The growth rate between t = 20 and 120 and the width at t = 120, from flat 32 x 32 starts:
@@ -36,7 +36,7 @@ do
   for _, alg in ipairs{ "tiled", "bkl" } do
     local v, w = {}, {}
     for r = 1, R do
-      local s = carlo.kmc{ model = "sos_growth", m = L, n = L, phi = 1, algorithm = alg,
+      local s = carlo.kmc{ model = "sos_growth", m = L, n = L, bond = 1, algorithm = alg,
                            seed = (alg == "bkl" and 5000 or 6000) + r }
       s:run{ time = T0 }
       local h0 = s:observe().mean
@@ -57,8 +57,8 @@ do
     result[alg] = { v = vm, ve = ve, w = wm, we = we }
   end
   local a, b = result.tiled, result.bkl
-  check.agree("lua/kmc/bkl-agrees-growth-rate-phi1", a.v, a.ve, b.v, b.ve, 3.5)
-  check.agree("lua/kmc/bkl-agrees-width-phi1", a.w, a.we, b.w, b.we, 3.5)
+  check.agree("lua/kmc/bkl-agrees-growth-rate-bond1", a.v, a.ve, b.v, b.ve, 3.5)
+  check.agree("lua/kmc/bkl-agrees-width-bond1", a.w, a.we, b.w, b.we, 3.5)
   -- and the comparison has teeth: a 2% change of the growth rate is many error bars
   check.ok("lua/kmc/growth-rate-resolved", a.ve / a.v < 0.005 and b.ve / b.v < 0.005,
     ("relative errors %.4f and %.4f"):format(a.ve / a.v, b.ve / b.v))

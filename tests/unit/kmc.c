@@ -1,11 +1,13 @@
 /* unit/kmc — the pieces of kmc_kernel.h that both backends share: the portable logarithm
  * behind every waiting time, the domain geometry (an event's cells on distinct lanes), the
- * sos_growth rates, the event order, and the adaptive step of Algorithm 1. */
+ * sos_growth rates, the event order, and the adaptive step of Algorithm 1; and the system in
+ * the system layer's run driver from C (frames at model times, controls, absorbing states). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "check.h"
+#include "core/error.h"
 #include "kmc/kmc.h"
 
 static double ulps(double a, double b)
@@ -131,9 +133,9 @@ static void test_ctrl(void)
 {
     kmc_ctrl c;
     memset(&c, 0, sizeof c);
-    c.alpha_initial = c.alpha = 10;
-    c.alpha_after = 1.03;
-    c.beta = 0.5;
+    c.grow_initial = c.grow = 10;
+    c.grow_after = 1.03;
+    c.shrink = 0.5;
     c.dt = 0.25;
     c.t_stop = INFINITY;
     c.ev_stop = UINT64_MAX;
@@ -141,12 +143,12 @@ static void test_ctrl(void)
     int ok = c.t_end == 0.25 && !c.done && !c.clamped;
     kmc_ctrl_decide(&c, 7, 50, 0, 0); /* accepted: t moves, dt grows tenfold */
     ok &= c.t == 0.25 && c.events == 7 && c.front == 1 && c.dt == 2.5 && c.t_end == 2.75;
-    kmc_ctrl_decide(&c, 9, 40, 1, 0); /* rejected: halved, alpha drops to 1.03 */
-    ok &= c.t == 0.25 && c.events == 7 && c.front == 1 && c.dt == 1.25 && c.alpha == 1.03 &&
+    kmc_ctrl_decide(&c, 9, 40, 1, 0); /* rejected: halved, the growth factor drops to 1.03 */
+    ok &= c.t == 0.25 && c.events == 7 && c.front == 1 && c.dt == 1.25 && c.grow == 1.03 &&
           c.rejected == 1 && c.simulated == 90;
     kmc_ctrl_decide(&c, 3, 3, 0, 0);
     ok &= c.dt == 1.03 * 1.25 && c.accepted == 2;
-    CHECK("unit/kmc/ctrl-adapt", ok, "t %g dt %g alpha %g", c.t, c.dt, c.alpha);
+    CHECK("unit/kmc/ctrl-adapt", ok, "t %g dt %g grow %g", c.t, c.dt, c.grow);
     c.t_stop = c.t + 0.5; /* a stop shortens the step and does not grow dt */
     double dt = c.dt;
     kmc_ctrl_plan(&c);
@@ -182,60 +184,114 @@ static void test_ctrl(void)
 typedef struct every_log {
     int calls, off_grid;
     double every;
+    carlo_sys *sys;
 } every_log;
 
-static int on_every(void *ctx, kmc_system *s)
+/* the run driver's frame writer: frames at model times (where trajectories are written) */
+static int on_frame(void *ctx, carlo_frame *f)
 {
     every_log *e = ctx;
     e->calls++;
-    if (s->ctrl.t != e->every * e->calls)
+    const double *t = carlo_frame_expect(f, "log/t", CARLO_F64, 1, 1);
+    const uint64_t *step = carlo_frame_expect(f, "configuration/step", CARLO_U64, 1, 1);
+    if (!t || !step || *t != e->every * e->calls || *step != e->sys->step)
         e->off_grid++;
     return 0;
 }
 
-/* the run loop's per-`every` callback (where trajectory frames are written) and the frame */
-static void test_run_every(void)
+static kmc_params sos_params(double bond, uint64_t seed)
 {
     kmc_params p;
     memset(&p, 0, sizeof p);
     p.m = 16;
     p.n = 24;
     p.kind = KMC_SOS;
-    p.phi = 1;
+    p.bond = bond;
     p.k2 = 1;
-    p.seed = 3;
+    p.seed = seed;
     p.halo = 3;
-    p.tiles_per_block = 1;
-    p.alpha_initial = 10;
-    p.alpha_after = 1.03;
-    p.beta = 0.5;
-    kmc_system *s = kmc_create(&p);
-    every_log log = {0, 0, 0.25};
-    kmc_run_opts o;
+    p.grow_initial = 10;
+    p.grow = 1.03;
+    p.shrink = 0.5;
+    return p;
+}
+
+static int run_time(kmc_system *s, double time, double every, every_log *log)
+{
+    carlo_run_opts o;
     memset(&o, 0, sizeof o);
-    o.time = 5;
-    o.every = 0.25;
-    o.callback = on_every;
-    o.ctx = &log;
+    o.clock = CARLO_CLOCK_TIME;
+    o.time = time;
+    o.every_time = every;
+    o.write = log ? on_frame : NULL;
+    o.ctx = log;
     o.quiet = 1;
-    kmc_run_result r;
-    int rc = s ? kmc_run_ex(s, &o, &r) : -1;
-    CHECK("unit/kmc/run-every", rc == 0 && log.calls == 20 && log.off_grid == 0 && s->ctrl.t == 5,
+    carlo_run_result r;
+    return carlo_run(&s->sys, &o, &r);
+}
+
+/* carlo_run on a KMC system from C: frames at every multiple of `every` in time, the frame
+ * itself, and the system layer's view of it */
+static void test_run_every(void)
+{
+    kmc_params p = sos_params(1, 3);
+    kmc_system *s = kmc_create(&p);
+    every_log log = {0, 0, 0.25, s ? &s->sys : NULL};
+    int rc = s ? run_time(s, 5, 0.25, &log) : -1;
+    CHECK("unit/kmc/run-every", rc == 0 && log.calls == 20 && log.off_grid == 0 && s->ctrl.t == 5 &&
+                                    s->step == s->ctrl.accepted + s->ctrl.rejected && s->step > 0,
           "rc %d, %d calls, %d off the grid", rc, log.calls, log.off_grid);
     carlo_frame f;
     carlo_frame_init(&f);
     rc = kmc_frame(s, &f);
     const uint64_t *step = carlo_frame_expect(&f, "configuration/step", CARLO_U64, 1, 1);
+    const uint64_t *events = carlo_frame_expect(&f, "log/events", CARLO_U64, 1, 1);
     const double *t = carlo_frame_expect(&f, "log/t", CARLO_F64, 1, 1);
     const int32_t *h = carlo_frame_expect(&f, "lattice/height", CARLO_I32, 16, 24);
     int64_t sum = 0;
     for (int i = 0; h && i < 16 * 24; i++)
         sum += h[i];
-    CHECK("unit/kmc/frame", rc == 0 && step && t && h && *step == s->ctrl.events && *t == 5 &&
-                                (uint64_t)sum == s->ctrl.events,
+    CHECK("unit/kmc/frame", rc == 0 && step && events && t && h && *step == s->step &&
+                                *events == s->ctrl.events && *t == 5 && (uint64_t)sum == s->ctrl.events,
           "frame chunks missing or wrong");
     carlo_frame_free(&f);
+    double t0;
+    uint64_t ev0;
+    s->ops->clock(&s->sys, &t0, &ev0);
+    CHECK("unit/kmc/ops", s->ops == &kmc_ops && s->ops->continuous && t0 == 5 &&
+                              ev0 == s->ctrl.events && s->replicas == 1,
+          "the system layer's view");
     kmc_destroy(s);
+}
+
+/* controls from C: bond redraws the clocks whose rate changed, and the run goes on exactly as
+ * the serial reference's does */
+static void test_controls(void)
+{
+    kmc_params p = sos_params(1, 4);
+    kmc_system *a = kmc_create(&p);
+    p.algorithm = KMC_SERIAL;
+    kmc_system *b = kmc_create(&p);
+    int rc = !a || !b || run_time(a, 3, 0, NULL) || run_time(b, 3, 0, NULL);
+    const carlo_control *c = rc ? NULL : carlo_control_find(&a->sys, "bond");
+    rc = rc || !c || carlo_control_set(&a->sys, c, 2.5) || carlo_control_set(&b->sys, c, 2.5) ||
+         run_time(a, 3, 0, NULL) || run_time(b, 3, 0, NULL);
+    size_t N = 16 * 24;
+    int32_t xa[16 * 24], xb[16 * 24];
+    double ta[16 * 24], tb[16 * 24];
+    long bad = 0;
+    if (rc == 0 && a->be->get_state(a, xa, ta, NULL) == 0 && b->be->get_state(b, xb, tb, NULL) == 0)
+        for (size_t i = 0; i < N; i++)
+            bad += xa[i] != xb[i] || ta[i] != tb[i];
+    CHECK("unit/kmc/control-bond", rc == 0 && bad == 0 && a->bond == 2.5 && a->ctrl.t == b->ctrl.t &&
+                                       a->model.rate[4] == exp(4.0 * 2.5),
+          "rc %d, %ld sites differ", rc, bad);
+    int refused = c ? carlo_control_set(&a->sys, c, 1000) : 0;
+    CHECK("unit/kmc/control-range", refused != 0 && a->bond == 2.5 &&
+                                        strstr(carlo_errmsg(), "bond in [-177, 177]"),
+          "%s", carlo_errmsg());
+    kmc_destroy(a);
+    kmc_destroy(b);
 }
 
 int main(void)
@@ -246,5 +302,6 @@ int main(void)
     test_order();
     test_ctrl();
     test_run_every();
+    test_controls();
     return check_failed;
 }

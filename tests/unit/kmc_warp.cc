@@ -118,21 +118,27 @@ static void lane_main(int l)
     W.finished[l] = 1;
 }
 
+/* Lane l's fiber, ready to start at lane_main. Apart from emu_run_warp, so that no local of
+ * the scheduler lives across getcontext (GCC's -Wclobbered, with ASan, flagged the loop's l). */
+static void emu_prepare_lane(int l)
+{
+    W.finished[l] = 0;
+    W.meets[l] = 0;
+    getcontext(&W.lane[l]);
+    W.lane[l].uc_stack.ss_sp = W.stack[l];
+    W.lane[l].uc_stack.ss_size = LANE_STACK;
+    W.lane[l].uc_link = &W.sched;
+    makecontext(&W.lane[l], (void (*)())lane_main, 1, l);
+}
+
 /* One warp (block b, warp w of it) to the end, all 32 lanes in step. */
 static void emu_run_warp(unsigned b, unsigned w)
 {
     W.block = b;
     W.first_thread = w * 32;
     blockIdx = {b, 0, 0};
-    for (int l = 0; l < 32; l++) {
-        W.finished[l] = 0;
-        W.meets[l] = 0;
-        getcontext(&W.lane[l]);
-        W.lane[l].uc_stack.ss_sp = W.stack[l];
-        W.lane[l].uc_stack.ss_size = LANE_STACK;
-        W.lane[l].uc_link = &W.sched;
-        makecontext(&W.lane[l], (void (*)())lane_main, 1, l);
-    }
+    for (int l = 0; l < 32; l++)
+        emu_prepare_lane(l);
     for (;;) { /* one round: every lane runs to its next meeting point or its end */
         for (int l = 0; l < 32; l++) {
             emu_lane = l;
@@ -295,13 +301,13 @@ static int emu_min_tau(kmc_system *s, double *out)
 static int emu_sync(kmc_system *) { return 0; }
 
 static const kmc_backend emu_backend = {"emulated-gpu", emu_create, emu_destroy, emu_set_state,
-                                        emu_get_state, emu_advance, emu_min_tau, emu_sync};
+                                        emu_get_state, emu_advance, emu_min_tau, emu_sync, NULL};
 
 /* ---------- the checks ---------- */
 
 struct model_spec {
     int kind, S, nbh;
-    double phi;
+    double bond;
     double (*rate)(int x, const int *nb, int k, int *to); /* user models: event k's rate */
 };
 
@@ -337,13 +343,13 @@ static kmc_system *make(const model_spec *ms, int m, int n, int halo, int tpb, k
     p.device = dev;
     p.seed = seed;
     p.kind = ms->kind;
-    p.phi = ms->phi;
+    p.bond = ms->bond;
     p.k2 = 1;
     p.halo = halo;
     p.tiles_per_block = tpb;
-    p.alpha_initial = 10;
-    p.alpha_after = 1.03;
-    p.beta = 0.5;
+    p.grow_initial = 10;
+    p.grow = 1.03;
+    p.shrink = 0.5;
     static double rates[1 << 16];
     static int32_t targets[1 << 16];
     static uint32_t counts[1 << 16];
@@ -381,15 +387,17 @@ static kmc_system *make(const model_spec *ms, int m, int n, int halo, int tpb, k
     return s;
 }
 
+/* carlo_run for a time or (time 0) a number of events */
 static int run_to(kmc_system *s, double time, uint64_t events)
 {
-    kmc_run_opts o;
+    carlo_run_opts o;
     memset(&o, 0, sizeof o);
+    o.clock = time > 0 ? CARLO_CLOCK_TIME : CARLO_CLOCK_EVENTS;
     o.time = time;
-    o.events = events;
+    o.n = events;
     o.quiet = 1;
-    kmc_run_result r;
-    return kmc_run_ex(s, &o, &r);
+    carlo_run_result r;
+    return carlo_run(&s->sys, &o, &r);
 }
 
 /* sites whose state, clock or draw counter differ */

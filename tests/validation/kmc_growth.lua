@@ -1,6 +1,6 @@
 -- validate/kmc: longer statistical checks of the tiled scheme (make validate).
---  * phi = 0: the whole height distribution is Poisson(k2 t) (chi-square over the bins);
---  * phi = 1, 2, 3: the tiled scheme and BKL agree on the growth rate and the width (means
+--  * bond = 0: the whole height distribution is Poisson(k2 t) (chi-square over the bins);
+--  * bond = 1, 2, 3: the tiled scheme and BKL agree on the growth rate and the width (means
 --    over independent runs from flat starts, errors from their scatter);
 --  * the user-model path satisfies detailed balance: Glauber dynamics of the Ising model at
 --    beta = 0.3 reaches Onsager's exact energy (tiled and BKL, blocking errors).
@@ -13,7 +13,7 @@ local device = check.has_gpu() and "gpu" or "cpu"
 -- ---------- random deposition: the height distribution ----------
 do
   local L, lambda = 256, 50
-  local s = carlo.kmc{ model = "sos_growth", m = L, n = L, phi = 0, k2 = 2, seed = 77, device = device }
+  local s = carlo.kmc{ model = "sos_growth", m = L, n = L, bond = 0, k2 = 2, seed = 77, device = device }
   s:run{ time = lambda / 2 }
   local h = s:snapshot().state
   local count = {}
@@ -40,7 +40,7 @@ do
   bins = bins + 2
   -- chi-square with bins - 1 degrees of freedom: mean bins - 1, sd sqrt(2 (bins - 1))
   local dof = bins - 1
-  check.ok("validate/kmc/phi0-poisson-distribution", math.abs(chi2 - dof) < 4 * math.sqrt(2 * dof),
+  check.ok("validate/kmc/bond0-poisson-distribution", math.abs(chi2 - dof) < 4 * math.sqrt(2 * dof),
     ("chi2 = %.1f for %d degrees of freedom"):format(chi2, dof))
 end
 
@@ -53,15 +53,15 @@ local function mean_err(x)
   return m, math.sqrt(q / (#x - 1) / #x)
 end
 
-for _, case in ipairs{ { phi = 1, T0 = 30, T1 = 230 }, { phi = 2, T0 = 300, T1 = 2300 },
-                       { phi = 3, T0 = 3000, T1 = 23000 } } do
+for _, case in ipairs{ { bond = 1, T0 = 30, T1 = 230 }, { bond = 2, T0 = 300, T1 = 2300 },
+                       { bond = 3, T0 = 3000, T1 = 23000 } } do
   local R, L = 40, 48
   local res = {}
   for _, alg in ipairs{ "tiled", "bkl" } do
     local v, w = {}, {}
     for r = 1, R do
-      local s = carlo.kmc{ model = "sos_growth", m = L, n = L, phi = case.phi, algorithm = alg,
-                           seed = (alg == "bkl" and 100000 or 200000) + 1000 * case.phi + r,
+      local s = carlo.kmc{ model = "sos_growth", m = L, n = L, bond = case.bond, algorithm = alg,
+                           seed = (alg == "bkl" and 100000 or 200000) + 1000 * case.bond + r,
                            device = alg == "tiled" and device or nil }
       s:run{ time = case.T0 }
       local h0 = s:observe().mean
@@ -75,10 +75,10 @@ for _, case in ipairs{ { phi = 1, T0 = 30, T1 = 230 }, { phi = 2, T0 = 300, T1 =
     res[alg] = { v = vm, ve = ve, w = wm, we = we }
   end
   local a, b = res.tiled, res.bkl
-  print(("# phi %d: growth rate %.6g +- %.2g (tiled) %.6g +- %.2g (bkl); width %.5g +- %.2g / %.5g +- %.2g")
-    :format(case.phi, a.v, a.ve, b.v, b.ve, a.w, a.we, b.w, b.we))
-  check.agree("validate/kmc/bkl-agrees-growth-rate-phi" .. case.phi, a.v, a.ve, b.v, b.ve, 3.5)
-  check.agree("validate/kmc/bkl-agrees-width-phi" .. case.phi, a.w, a.we, b.w, b.we, 3.5)
+  print(("# bond %d: growth rate %.6g +- %.2g (tiled) %.6g +- %.2g (bkl); width %.5g +- %.2g / %.5g +- %.2g")
+    :format(case.bond, a.v, a.ve, b.v, b.ve, a.w, a.we, b.w, b.we))
+  check.agree("validate/kmc/bkl-agrees-growth-rate-bond" .. case.bond, a.v, a.ve, b.v, b.ve, 3.5)
+  check.agree("validate/kmc/bkl-agrees-width-bond" .. case.bond, a.w, a.we, b.w, b.we, 3.5)
 end
 
 -- ---------- Glauber dynamics reaches the Boltzmann distribution ----------
