@@ -176,7 +176,7 @@ function carlo.anneal(t)
   local own_log = false
   if type(log) == "string" then
     log_path = log
-    log = carlo.log(log, { append = resumed_at ~= nil and file_exists(log) })
+    log = carlo.log(log, { append = resumed_at ~= nil and file_exists(log), system = sys })
     own_log = true
   end
 

@@ -53,9 +53,9 @@ if carlo_cmd then
   f:write([[
 local dir, k, d = arg[1], tonumber(arg[2]), tonumber(arg[3])
 local ladder = carlo.ladder{ from = 0.60, to = 0.80, n = 12 }
-local sys = carlo.potts{ L = 32, q = 9, T = 0.5, seed = 9, init = "ordered", device = "cpu" }
+local sys = carlo.potts{ L = 48, q = 9, T = 0.5, seed = 9, init = "ordered", device = "cpu" }
 local pid = io.open("/proc/self/stat"):read("n")
-carlo.anneal{ system = sys, schedule = ladder, equilibrate = 100, measure = 200, every = 4,
+carlo.anneal{ system = sys, schedule = ladder, equilibrate = 200, measure = 400, every = 4,
               log = dir .. "/log.tsv", checkpoint = dir .. "/proto.ckpt", quiet = true,
               on_point = function(value)
                 if k and value == ladder[k] then
@@ -78,10 +78,10 @@ sys:save(dir .. "/final.ctr")
   for _ = 1, 10 do
     local st = loadfile(cut .. "/proto.ckpt", "t", {})
     local at = st and st().point or 0
-    if at >= 11 then break end
-    local k = math.random(at + 1, 11)
+    -- point k at most 9: three points of work or more remain for the kill to land in
+    local k = math.min(at + math.random(1, 2), 9)
     local killed = not os.execute(("%s --quiet %s %s %d %.3f 2>/dev/null")
-      :format(carlo_cmd, script, cut, k, 0.05 * math.random()))
+      :format(carlo_cmd, script, cut, k, 0.02 * math.random()))
     kills = kills + (killed and 1 or 0)
   end
   done = os.execute(("%s --quiet %s %s"):format(carlo_cmd, script, cut))
