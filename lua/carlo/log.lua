@@ -3,6 +3,7 @@
 --   local out = carlo.log("heating.tsv" [, { columns = {"T", "e", ...}, append = false,
 --                                            system = sys, header = { key = value, ... } }])
 --   out:row{ T = 0.72, e = s.e }   -- an estimate { mean =, err = } fills columns e and e_err
+--                                  -- (and e_plateau, 1 or 0, when it carries plateau)
 --   out:close()                    -- also done by the garbage collector and at exit
 -- The file starts with comment lines ('#', which gnuplot, numpy and pandas' comment='#'
 -- skip): the carlo version and the date, then what the caller passed: with system = sys its
@@ -26,6 +27,7 @@ local function flatten(row)
     if type(v) == "table" and v.mean ~= nil then
       flat[k] = v.mean
       flat[k .. "_err"] = v.err
+      if v.plateau ~= nil then flat[k .. "_plateau"] = v.plateau end -- 1: the error bar is trusted
     else
       flat[k] = v
     end

@@ -115,7 +115,7 @@ do
   local cols = {}
   for c in header:gmatch("[^\t]+") do cols[c] = true end
   check.ok("lua/core/anneal-logs-every-observable", cols.beta and cols.V_L and cols.V_L_err and
-    cols.tau_C and cols.chi_err, header)
+    cols.tau_C and cols.chi_err and cols.e_plateau and cols.m_plateau, header)
   check.raises("lua/core/anneal-unknown-control", function()
     carlo.anneal{ system = sys, control = "pressure", ladder = { 1 }, measure = 4 }
   end, "control 'pressure' is not one of", "T, beta")
