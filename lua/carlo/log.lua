@@ -20,19 +20,24 @@ Log.__index = Log
 
 local leading = { step = 1, t = 2, time = 3, T = 4, beta = 5 }
 
+-- The row's columns; a plateau flag is an optional column (optional[name] = true): written
+-- where the header has it, dropped where a declared header does not.
 local function flatten(row)
-  local flat = {}
+  local flat, optional = {}, {}
   for k, v in pairs(row) do
     if type(k) ~= "string" then error("log:row: column names must be strings", 3) end
     if type(v) == "table" and v.mean ~= nil then
       flat[k] = v.mean
       flat[k .. "_err"] = v.err
-      if v.plateau ~= nil then flat[k .. "_plateau"] = v.plateau end -- 1: the error bar is trusted
+      if v.plateau ~= nil then -- 1: the error bar is trusted
+        flat[k .. "_plateau"] = v.plateau
+        optional[k .. "_plateau"] = true
+      end
     else
       flat[k] = v
     end
   end
-  return flat
+  return flat, optional
 end
 
 local function format(v)
@@ -60,7 +65,7 @@ end
 function Log:row(row)
   if not self.file then error("log:row: the log is closed", 2) end
   if type(row) ~= "table" then error("log:row: expects a table of column = value", 2) end
-  local flat = flatten(row)
+  local flat, optional = flatten(row)
   if not self.columns then
     local cols = {}
     for k in pairs(flat) do cols[#cols + 1] = k end
@@ -78,7 +83,7 @@ function Log:row(row)
     for _, c in ipairs(self.columns) do self.known[c] = true end
   end
   for k in pairs(flat) do
-    if not self.known[k] then
+    if not self.known[k] and not optional[k] then
       error(("log:row: column '%s' is not in the header of %s (declare columns = up front)")
         :format(k, self.path), 2)
     end
