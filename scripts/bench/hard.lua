@@ -43,10 +43,14 @@ local function median(t)
   return n % 2 == 1 and t[(n + 1) // 2] or 0.5 * (t[n // 2] + t[n // 2 + 1])
 end
 
--- moves per second: `warm` sweeps, then `repeats` timings of `sweeps` sweeps
+-- moves per second: `warm` sweeps (and at least 0.3 s, so that the launch tuner's first
+-- measurements are not timed), then `repeats` timings of `sweeps` sweeps
 local function rate(sys, warm, sweeps, repeats)
-  sys:run{ sweeps = warm }
-  sys:sync()
+  local w0 = carlo.clock()
+  repeat
+    sys:run{ sweeps = warm }
+    sys:sync()
+  until carlo.clock() - w0 > 0.3
   local r = {}
   for _ = 1, repeats do
     local before = sys:observe{ pressure = false }.tried

@@ -201,6 +201,68 @@ const char *carlo_threads_describe(const carlo_sys *s, char *buf, size_t size)
     return buf;
 }
 
+/* ---------- GPU launch shapes ---------- */
+
+static int tuning(const carlo_sys *s)
+{
+    return s->device == CARLO_GPU && s->ops->launch_candidates && !s->tuner.fixed &&
+           !s->tuner.done && s->ops->launch_candidates(s) > 1;
+}
+
+static int candidates(const carlo_sys *s)
+{
+    int n = s->ops->launch_candidates(s);
+    return n < CARLO_TUNE_MAX ? n : CARLO_TUNE_MAX;
+}
+
+/* Before a chunk: the candidate under measurement (the default during the warm-up), with the
+ * queue drained so that the chunk is timed alone. 1 when this chunk is being timed. */
+static int tune_begin(carlo_sys *s)
+{
+    if (!tuning(s))
+        return 0;
+    carlo_launch_tune *t = &s->tuner;
+    if (!t->started) {
+        t->started = 1;
+        t->k = -1;
+    }
+    if (s->ops->sync(s) || s->ops->launch_pick(s, t->k < 0 ? 0 : t->k)) {
+        t->done = 1; /* keep whatever is set; an error surfaces in the run */
+        return 0;
+    }
+    return 1;
+}
+
+static void tune_end(carlo_sys *s, double units, double t0)
+{
+    carlo_launch_tune *t = &s->tuner;
+    if (s->ops->sync(s)) {
+        t->done = 1;
+        return;
+    }
+    t->seconds += carlo_now() - t0;
+    t->units += units;
+    if (t->seconds < CARLO_TUNE_SECONDS)
+        return; /* the same candidate again on the next chunk */
+    double cost = t->seconds / t->units;
+    t->seconds = t->units = 0;
+    if (t->k >= 0 && (t->round == 0 || cost < t->cost[t->k]))
+        t->cost[t->k] = cost;
+    if (++t->k < candidates(s))
+        return;
+    t->k = 0;
+    if (++t->round < CARLO_TUNE_ROUNDS)
+        return;
+    int best = 0;
+    for (int k = 1; k < candidates(s); k++)
+        if (t->cost[k] < t->cost[best])
+            best = k;
+    if (!(t->cost[best] < 0.97 * t->cost[0]))
+        best = 0; /* the default unless another is clearly faster */
+    t->done = 1;
+    s->ops->launch_pick(s, best);
+}
+
 /* ---------- the run driver ---------- */
 
 static int fail(carlo_sys *s)
@@ -287,10 +349,13 @@ static int run_steps(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *re
                 m = fit < m ? fit : m;
             }
         }
+        const int timed = tune_begin(s);
         const double a0 = carlo_now();
         const int restore = carlo_threads_begin(s);
         const int arc = s->ops->advance(s, m);
         carlo_threads_end(s, restore, (double)m, carlo_now() - a0);
+        if (timed && !arc)
+            tune_end(s, (double)m, a0);
         if (arc) {
             rc = -1; /* the model marks itself dead on a device error */
             break;
@@ -380,6 +445,7 @@ static int run_continuous(carlo_sys *s, const carlo_run_opts *o, carlo_run_resul
                 res->stopped_early = 1;
                 goto out;
             }
+            const int timed = tune_begin(s);
             const double w0 = carlo_now();
             const uint64_t ev0 = ev;
             const int restore = carlo_threads_begin(s);
@@ -387,6 +453,8 @@ static int run_continuous(carlo_sys *s, const carlo_run_opts *o, carlo_run_resul
             chunk_seconds = carlo_now() - w0;
             s->ops->clock(s, &t, &ev);
             carlo_threads_end(s, restore, (double)(ev - ev0), chunk_seconds);
+            if (timed && !arc && ev > ev0)
+                tune_end(s, (double)(ev - ev0), w0);
             if (arc) {
                 rc = -1; /* the model marks itself dead on a device error */
                 goto out;

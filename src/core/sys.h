@@ -31,6 +31,25 @@ typedef struct carlo_thread_pick {
     double probe_at;   /* carlo_now() of the next measurement of the other choice */
 } carlo_thread_pick;
 
+/* The GPU launch shape of a system, chosen by measurement at first use (HOOMD's autotuner
+ * pattern): after a warm-up with the default, the model's candidates (ops->launch_candidates,
+ * the default first) are tried in CARLO_TUNE_ROUNDS rounds on the first chunks of real work,
+ * each timed over at least CARLO_TUNE_SECONDS; the fastest (its best round) is kept when it
+ * beats the default by more than 3%. Launch shapes never change the chain, so the sweeps spent
+ * tuning are ordinary sweeps. sys:launch{} (benchmarks) sets fixed and stops it. */
+#define CARLO_TUNE_SECONDS 0.01
+#define CARLO_TUNE_ROUNDS 2
+#define CARLO_TUNE_MAX 8
+typedef struct carlo_launch_tune {
+    int fixed;         /* set by hand: no tuning */
+    int done;          /* the choice is made */
+    int k;             /* the candidate being measured; -1: the warm-up */
+    int round;
+    int started;
+    double cost[CARLO_TUNE_MAX]; /* best seconds per unit of each candidate */
+    double seconds, units; /* measured so far for candidate k */
+} carlo_launch_tune;
+
 #define CARLO_SYS_FIELDS                                                                       \
     const struct carlo_ops *ops; /* the model's operations */                                 \
     uint64_t seed;                                                                             \
@@ -38,7 +57,8 @@ typedef struct carlo_thread_pick {
     carlo_device_kind device;                                                                  \
     int dead;                    /* a device error left the system unusable */                 \
     int replicas;                /* copies observed together: 1, or R of an ensemble */     \
-    carlo_thread_pick threads;   /* CPU threads per chunk (carlo_run) */
+    carlo_thread_pick threads;   /* CPU threads per chunk (carlo_run) */                  \
+    carlo_launch_tune tuner;     /* GPU launch shape (carlo_run) */
 
 typedef struct carlo_sys {
     CARLO_SYS_FIELDS
@@ -138,6 +158,10 @@ typedef struct carlo_ops {
     int (*frame_start)(carlo_sys *s, carlo_frame *f);
     int (*frame_fetch)(carlo_sys *s, carlo_frame *f, int wait);
     void (*destroy)(carlo_sys *s);
+    /* Optional (GPU systems): how many launch shapes to choose among, and set shape k
+     * (0: today's default). Never changes the chain. */
+    int (*launch_candidates)(const carlo_sys *s);
+    int (*launch_pick)(carlo_sys *s, int k);
 } carlo_ops;
 
 const carlo_control *carlo_control_find(const carlo_sys *s, const char *name);

@@ -528,6 +528,7 @@ static int l_launch(lua_State *L)
     static const char *const variants[] = {"memory", "registers", NULL};
     const char *where = "hard:launch";
     hard_system *s = check(L, 1);
+    const int given = !lua_isnoneornil(L, 2);
     optional_table(L, 2);
     carlo_args_allowed(L, 2, where, keys);
     hard_launch la = s->launch;
@@ -555,6 +556,8 @@ static int l_launch(lua_State *L)
         la.block[1] = (int)b[1];
     }
     lua_pop(L, 1);
+    if (given)
+        s->tuner.fixed = 1; /* chosen by hand: the tuner leaves it */
     s->launch = la;
     push_launch(L, &s->launch);
     return 1;

@@ -335,10 +335,31 @@ static void op_destroy(carlo_sys *c)
     hard_destroy(SYS(c));
 }
 
+/* Launch shapes the tuner tries on the GPU (core/sys.h), today's default first: block sizes
+ * of the one-thread kernel for disks, team sizes for spheres (BENCHMARKS.md). */
+static const hard_launch LAUNCH_2D[] = {
+    {{64, 2}, 1, 1, 1}, {{32, 2}, 1, 1, 1}, {{64, 4}, 1, 1, 1}, {{128, 1}, 1, 1, 1}};
+static const hard_launch LAUNCH_3D[] = {
+    {{32, 4}, 0, 0, 4}, {{32, 4}, 0, 0, 2}, {{32, 4}, 0, 0, 8}, {{32, 4}, 0, 0, 1}};
+
+static int op_launch_candidates(const carlo_sys *c)
+{
+    (void)c;
+    return 4;
+}
+
+static int op_launch_pick(carlo_sys *c, int k)
+{
+    hard_system *s = (hard_system *)c;
+    s->launch = s->dim == 2 ? LAUNCH_2D[k] : LAUNCH_3D[k];
+    return 0;
+}
+
 #define HARD_OPS                                                                                   \
     .name = "hard", .unit = "sweeps", .advance = op_advance, .sync = op_sync,                      \
     .observables = op_observables, .observe = op_observe, .counts = op_counts,                     \
-    .frame = op_frame, .checkpoint = op_checkpoint, .restore = op_restore, .destroy = op_destroy
+    .frame = op_frame, .checkpoint = op_checkpoint, .restore = op_restore, .destroy = op_destroy,  \
+    .launch_candidates = op_launch_candidates, .launch_pick = op_launch_pick
 
 const carlo_ops hard_ops_nvt = {HARD_OPS};
 const carlo_ops hard_ops_npt = {HARD_OPS, .controls = npt_controls, .ncontrols = 1};

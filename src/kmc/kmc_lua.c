@@ -504,6 +504,7 @@ static int l_launch(lua_State *L)
             int tpb = (int)carlo_arg_int(L, 2, where, "tiles_per_block", 1, 0, 1, KMC_TPB_MAX);
             if (kmc_set_launch(s, tpb))
                 return carlo_raise(L, where);
+            s->tuner.fixed = 1; /* chosen by hand: the tuner leaves it */
         }
     }
     lua_createtable(L, 0, 1);

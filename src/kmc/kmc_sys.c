@@ -443,11 +443,29 @@ static void op_destroy(carlo_sys *cs)
     kmc_destroy(SYS(cs));
 }
 
+/* Tiles per block the tuner tries on the GPU (core/sys.h), the default first; a shape the
+ * shared memory cannot hold keeps the one in use. Tiled only: the serial algorithms have none. */
+static int op_launch_candidates(const carlo_sys *cs)
+{
+    return ((const kmc_system *)cs)->algorithm == KMC_TILED ? 4 : 1;
+}
+
+static int op_launch_pick(carlo_sys *cs, int k)
+{
+    static const int tpb[4] = {KMC_TPB_DEFAULT, 1, 4, 8};
+    kmc_system *s = SYS(cs);
+    int keep = s->tiles_per_block;
+    if (kmc_set_launch(s, tpb[k]))
+        kmc_set_launch(s, keep);
+    return 0;
+}
+
 #define KMC_OPS_COMMON                                                                         \
     .name = "kmc", .unit = "events", .continuous = 1, .advance_to = op_advance_to,             \
     .clock = op_clock, .sync = op_sync, .observables = op_observables, .observe = op_observe,  \
     .counts = op_counts, .frame = op_frame, .checkpoint = op_checkpoint,                       \
-    .restore = op_restore, .destroy = op_destroy
+    .restore = op_restore, .destroy = op_destroy, .launch_candidates = op_launch_candidates,   \
+    .launch_pick = op_launch_pick
 
 const carlo_ops kmc_ops = {KMC_OPS_COMMON, .controls = controls, .ncontrols = 2};
 const carlo_ops kmc_user_ops = {KMC_OPS_COMMON, .controls = NULL, .ncontrols = 0};

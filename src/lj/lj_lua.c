@@ -356,6 +356,7 @@ static int l_launch(lua_State *L)
                                      "system runs %s on the %s", where, lj_mode_name(s->mode),
                                   carlo_device_name(s->device));
             LJ_DEC(s)->kernel = (lj_kernel_variant)k;
+            s->tuner.fixed = 1; /* chosen by hand: the tuner leaves it */
         }
     }
     lua_createtable(L, 0, 2);

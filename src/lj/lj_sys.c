@@ -351,7 +351,26 @@ static void op_destroy(carlo_sys *c)
     lj_destroy(SYS(c));
 }
 
+/* The decomposition kernel variants the tuner tries on the GPU (core/sys.h); the
+ * checkerboard has one launch. */
+static int op_launch_candidates(const carlo_sys *c)
+{
+    const lj_system *s = (const lj_system *)c;
+    return s->mode == LJ_DECOMPOSITION ? 3 : 1;
+}
+
+static int op_launch_pick(carlo_sys *c, int k)
+{
+    lj_system *s = SYS(c);
+    static const lj_kernel_variant order[3] = {LJ_KERNEL_PERSISTENT, LJ_KERNEL_GRAPH, LJ_KERNEL_LAUNCH};
+    if (s->mode == LJ_DECOMPOSITION)
+        LJ_DEC(s)->kernel = order[k];
+    return 0;
+}
+
 const carlo_ops lj_ops = {
+    .launch_candidates = op_launch_candidates,
+    .launch_pick = op_launch_pick,
     .name = "lj",
     .unit = "sweeps",
     .advance = op_advance,
