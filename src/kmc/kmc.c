@@ -61,7 +61,7 @@ static double rate_max(const kmc_system *s)
     return mx;
 }
 
-static uint32_t ipow(uint32_t b, int e)
+uint32_t kmc_ipow(uint32_t b, int e)
 {
     uint64_t r = 1;
     for (int i = 0; i < e; i++) {
@@ -75,7 +75,7 @@ static uint32_t ipow(uint32_t b, int e)
 /* The user table: cumulative rates in listing order, A their sum, invA = 1 / A. */
 static int build_table(kmc_system *s, const kmc_params *p)
 {
-    uint32_t nc = ipow((uint32_t)p->S, p->nbh + 1);
+    uint32_t nc = kmc_ipow((uint32_t)p->S, p->nbh + 1);
     if (nc > KMC_CONFIGS_MAX)
         return carlo_seterr("the rate table would have %d^%d = %llu entries (at most %u): use "
                             "fewer states or neighbourhood = 4", p->S, p->nbh + 1,

@@ -129,6 +129,8 @@ int kmc_try_step(kmc_system *s, double dt, int force, int *accepted, int *matche
 int kmc_substep(kmc_system *s, int *accepted, int *matched, uint64_t *events);
 /* The GPU launch shape (1..KMC_TPB_MAX tiles per block): benchmarks only, never the chain. */
 int kmc_set_launch(kmc_system *s, int tiles_per_block);
+/* b^e, or UINT32_MAX when that overflows (the configuration count S^(nbh + 1)). */
+uint32_t kmc_ipow(uint32_t b, int e);
 
 /* sos_growth observables from the heights; user models: the population of each state. */
 typedef struct kmc_obs {

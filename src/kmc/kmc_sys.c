@@ -23,17 +23,6 @@ void kmc_sync_step(kmc_system *s)
     s->step = s->algorithm == KMC_TILED ? s->ctrl.accepted + s->ctrl.rejected : s->ctrl.events;
 }
 
-static uint32_t ipow(uint32_t b, int e)
-{
-    uint64_t r = 1;
-    for (int i = 0; i < e; i++) {
-        r *= b;
-        if (r > UINT32_MAX)
-            return UINT32_MAX;
-    }
-    return (uint32_t)r;
-}
-
 /* ---------- advancing ---------- */
 
 static int no_event(const kmc_ctrl *c)
@@ -367,11 +356,11 @@ kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device)
     p.initial = x;
     if (p.kind == KMC_TABLE) {
         if ((p.nbh != 4 && p.nbh != 8) || p.S < 2 || p.S > 256 ||
-            ipow((uint32_t)p.S, p.nbh + 1) > KMC_CONFIGS_MAX) {
+            kmc_ipow((uint32_t)p.S, p.nbh + 1) > KMC_CONFIGS_MAX) {
             carlo_seterr("bad kmc/shape");
             return NULL;
         }
-        uint32_t nc = ipow((uint32_t)p.S, p.nbh + 1);
+        uint32_t nc = kmc_ipow((uint32_t)p.S, p.nbh + 1);
         p.counts = carlo_frame_expect(f, "kmc/event_count", CARLO_U32, nc, 1);
         const carlo_chunk *rc = carlo_frame_find(f, "kmc/event_rate");
         if (!p.counts || !rc)
