@@ -42,6 +42,15 @@ function M.raises(name, fn, ...)
   return M.pass(name)
 end
 
+-- The whole file at path, or nil when it cannot be opened.
+function M.slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 function M.has_gpu()
   return #carlo.devices().gpus > 0
 end

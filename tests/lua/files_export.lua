@@ -8,13 +8,7 @@ local D = check.tmp .. "/lua-files-export"
 os.execute("rm -rf " .. D .. " && mkdir -p " .. D)
 local CARLO = os.getenv("CARLO") or "build/carlo"
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = check.slurp
 
 local function exists(path) return slurp(path) ~= nil end
 

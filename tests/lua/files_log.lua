@@ -6,13 +6,7 @@ local D = check.tmp .. "/lua-files-log"
 os.execute("mkdir -p " .. D)
 local CARLO = os.getenv("CARLO") or "build/carlo"
 
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = check.slurp
 
 -- run a script under a shell prefix; its output (stdout and stderr) and whether it succeeded
 local function run(prefix, script)
