@@ -25,7 +25,9 @@ NVCCFLAGS ?= -O3 -lineinfo
 # No FMA contraction anywhere: the CPU and GPU backends must round identically.
 ALL_CFLAGS = -std=c11 -Wall -Wextra -Werror -fPIC -fopenmp -ffp-contract=off -D_GNU_SOURCE \
              -Isrc -I$(BUILD)/gen $(LUA_CFLAGS) $(CFLAGS)
-ALL_NVCCFLAGS = -std=c++17 $(CUDA_ARCH) -fmad=false -Werror all-warnings \
+# Per-thread default streams: systems advanced on several host threads at once
+# (carlo_advance_all: ensembles) queue on their own streams, so their kernels run side by side.
+ALL_NVCCFLAGS = -std=c++17 $(CUDA_ARCH) -fmad=false --default-stream per-thread -Werror all-warnings \
              -Xcompiler -fPIC,-Wall,-Wextra,-Werror -Isrc $(LUA_CFLAGS) $(NVCCFLAGS)
 LDLIBS     = $(LUA_LIBS) -lz -lm -ldl -lpthread -fopenmp
 CUDA_LIBS  = $(if $(filter 1,$(CUDA)),-L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \

@@ -26,4 +26,25 @@ int carlo_cuda_malloc(void **p, size_t bytes, const char *what, const char *file
             return -1;                                                                       \
     } while (0)
 
+/* A kernel's dynamic shared memory limit raised to at least bytes, never lowered: systems that
+ * run on several host threads at once (carlo_advance_all) share their kernels, and one must
+ * not lower the limit between another's setting and its launch. */
+#ifdef __cplusplus
+#include <mutex>
+#include <unordered_map>
+inline cudaError_t carlo_smem_raise(const void *kernel, size_t bytes)
+{
+    static std::mutex mu;
+    static std::unordered_map<const void *, size_t> set;
+    std::lock_guard<std::mutex> lock(mu);
+    size_t &now = set[kernel];
+    if (bytes <= now)
+        return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e == cudaSuccess)
+        now = bytes;
+    return e;
+}
+#endif
+
 #endif

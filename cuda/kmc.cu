@@ -303,7 +303,7 @@ int gpu_min_tau(kmc_system *s, double *out)
 int gpu_sync(kmc_system *s)
 {
     (void)s;
-    CK(cudaDeviceSynchronize());
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
     return 0;
 }
 

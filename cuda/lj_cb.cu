@@ -254,7 +254,7 @@ int launch_cb_shift(gpu_impl *gi, const carlo_cell_grid *g, const carlo_cell_dat
     else
         k = g->dim == 2 ? cb_shift<2, 0> : cb_shift<3, 0>;
     if (staged && smem > 48 * 1024)
-        CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CK(carlo_smem_raise((const void *)k, smem));
     k<<<blocks, CB_SHIFT_THREADS, staged ? smem : 0>>>(*g, src, dst, sh, st, sweep);
     CK(cudaGetLastError());
     return 0;
@@ -381,7 +381,7 @@ int gpu_cb_grow(lj_cb_system *s)
     cb_grow_copy<<<blocks, threads>>>(*grid, g->cur, ng, cur);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess)
-        e = cudaDeviceSynchronize();
+        e = cudaStreamSynchronize(cudaStreamPerThread);
     if (e != cudaSuccess) {
         carlo_cells_dev_free(&cur);
         carlo_cells_dev_free(&tmp);
@@ -406,7 +406,7 @@ size_t cb_block_smem(const lj_cb_system *s)
 template <int T> int launch_block(const cbp &p, int set, unsigned long long step, size_t smem,
                                   unsigned blocks)
 {
-    CK(cudaFuncSetAttribute(cb_block_subsweep<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CK(carlo_smem_raise((const void *)cb_block_subsweep<T>, smem));
     cb_block_subsweep<T><<<blocks, T, smem>>>(p, set, step);
     CK(cudaGetLastError());
     return 0;
@@ -440,7 +440,7 @@ int cb_prepare(lj_cb_system *s, cbp &p, size_t &smem, unsigned &blocks, const vo
     if (warp) { /* as many blocks as fit at once: the warps take the cells from a counter */
         p.cap = cb_cap(s);
         smem = CB_WARPS * cbw_bytes(p.cap, grid->nmax);
-        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CK(carlo_smem_raise((const void *)kernel, smem));
         CK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 cudaSharedmemCarveoutMaxShared));
         int per_sm = 0, sms = 0, dev = 0;
@@ -675,7 +675,7 @@ int gpu_cb_shift(lj_cb_system *s)
 int gpu_cb_sync(lj_cb_system *s)
 {
     (void)s;
-    CK(cudaDeviceSynchronize());
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
     return 0;
 }
 } // namespace

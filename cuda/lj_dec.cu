@@ -583,8 +583,7 @@ int gpu_create(lj_dec_system *s)
         size_t smem = (size_t)((G + nb - 1) / nb) * 3 * LJ_LANES * C * sizeof(double);
         int fits = 0;
         if (smem <= 160 * 1024) {
-            CK(cudaFuncSetAttribute(all_moves<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem));
+            CK(carlo_smem_raise((const void *)all_moves<true>, smem));
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, all_moves<true>, LJ_LANES, smem));
         }
         if (fits > 0 && nb <= (uint32_t)fits * (uint32_t)sms) {
@@ -740,8 +739,7 @@ int launch_cells_persistent(lj_dec_system *s, unsigned long long n)
 {
     if (s->ncell <= SMEM_COUNTS_MAX) {
         size_t smem = (size_t)s->ncell * sizeof(int32_t);
-        CK(cudaFuncSetAttribute(cells_moves<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)smem));
+        CK(carlo_smem_raise((const void *)cells_moves<true>, smem));
         cells_moves<true><<<1, LJ_LANES, smem>>>(params(s), n, s->ncell);
     } else {
         cells_moves<false><<<1, LJ_LANES>>>(params(s), n, s->ncell);
@@ -756,9 +754,7 @@ int launch_all_persistent(lj_dec_system *s, unsigned long long n)
     kp p = params(s);
     void *args[] = {&p, &n};
     if (g->coop_smem) {
-        /* the attribute is per function: another system may have set a smaller one */
-        CK(cudaFuncSetAttribute(all_moves<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)g->coop_smem));
+        CK(carlo_smem_raise((const void *)all_moves<true>, g->coop_smem));
         CK(cudaLaunchCooperativeKernel((const void *)all_moves<true>, dim3((unsigned)g->coop_blocks),
                                        dim3(LJ_LANES), args, g->coop_smem, 0));
     } else {
@@ -889,7 +885,7 @@ int gpu_widom(lj_dec_system *s, uint32_t n, uint64_t sample, double *out)
 int gpu_sync(lj_dec_system *s)
 {
     (void)s;
-    CK(cudaDeviceSynchronize());
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "kmc/kmc_lua.h"
 #include "lj/lj_lua.h"
 #include "potts/potts_lua.h"
+#include "system/system_lua.h"
 #include "traj/traj_lua.h"
 #include "runtime.h"
 
@@ -25,6 +26,7 @@ const char *carlo_version(void) { return CARLO_VERSION; }
 static void (*const openers[])(lua_State *L) = {
     carlo_array_open,
     carlo_core_lua_open,
+    carlo_system_lua_open,
     potts_lua_open,
     traj_lua_open,
     hard_lua_open,

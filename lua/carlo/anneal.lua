@@ -20,9 +20,9 @@ local carlo = require "carlo"
 
 local allowed = { system = true, schedule = true, ladder = true, control = true, equilibrate = true,
                   measure = true, every = true, log = true, on_point = true, on_temperature = true,
-                  ["until"] = true, checkpoint = true, quiet = true }
+                  ["until"] = true, checkpoint = true, quiet = true, observe = true }
 local allowed_list = "system, schedule (or ladder), control, equilibrate, measure, every, log, until, "
-  .. "on_point, checkpoint, quiet"
+  .. "on_point, checkpoint, quiet, observe"
 
 local function count(t, key, default, min)
   local v = t[key]
@@ -156,6 +156,21 @@ function carlo.anneal(t)
   end
   local quiet = t.quiet
   local unit = sys.unit
+  -- the model's own sample and observe options (hard particles: pressure = false, psi6 = true)
+  local observe = t.observe
+  if observe ~= nil and type(observe) ~= "table" then
+    error(("carlo.anneal: observe must be a table of the model's sample options (got %s)")
+      :format(type(observe)), 2)
+  end
+  local function with_observe(args)
+    for k, v in pairs(observe or {}) do
+      if args[k] ~= nil then
+        error(("carlo.anneal: observe must not set %s (the protocol sets it)"):format(tostring(k)), 3)
+      end
+      args[k] = v
+    end
+    return args
+  end
 
   -- resume after the last completed point
   local first = 1
@@ -190,7 +205,7 @@ function carlo.anneal(t)
     if ramp then
       sys:run{ [unit] = schedule.hold, quiet = true }
       if (i - 1) % every == 0 or i == #schedule then
-        s = sys:observe()
+        s = sys:observe(with_observe({}))
         if log then
           local row = { [control] = value }
           for k, v in pairs(s) do if type(v) == "number" then row[k] = v end end
@@ -199,7 +214,7 @@ function carlo.anneal(t)
       end
     else
       if equilibrate > 0 then sys:run{ [unit] = equilibrate, quiet = quiet } end
-      s = sys:sample{ [unit] = measure, every = every, quiet = quiet }
+      s = sys:sample(with_observe({ [unit] = measure, every = every, quiet = quiet }))
       s.step = sys.step
       if log then log_row(log, control, value, sys, s) end
     end

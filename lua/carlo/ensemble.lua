@@ -180,7 +180,7 @@ function Ensemble:run(t)
   while left > 0 do
     local step = self.systems[1].step
     local m = every and math.min(left, every - step % every) or left
-    for r = 1, self.replicas do self.systems[r]:run{ [unit] = m, quiet = true } end
+    carlo.advance(self.systems, m) -- together: GPU replicas in flight at once, CPU ones across threads
     left = left - m
     if every and self.systems[1].step % every == 0 then self:exchange() end
   end
@@ -365,7 +365,7 @@ function carlo.population_annealing(t)
     rows[#rows + 1] = row
     if log then log:row(row) end
   end
-  for r = 1, R do pop[r]:run{ sweeps = sweeps, quiet = true } end
+  carlo.advance(pop, sweeps)
   measure(betas[1], 0)
   for k = 2, #betas do
     local db = betas[k] - betas[k - 1]
@@ -401,10 +401,8 @@ function carlo.population_annealing(t)
       end
     end
     family = newfam
-    for r = 1, R do
-      pop[r].beta = betas[k]
-      pop[r]:run{ sweeps = sweeps, quiet = true }
-    end
+    for r = 1, R do pop[r].beta = betas[k] end
+    carlo.advance(pop, sweeps) -- together: GPU replicas in flight at once, CPU ones across threads
     measure(betas[k], k - 1)
     if not t.quiet and carlo.interactive() then
       io.stderr:write(("\rpopulation annealing: beta = %.5g (%d/%d) \27[K%s")

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -116,6 +117,10 @@ const carlo_ops *carlo_ops_find(const char *name)
 
 static int threads_auto(const carlo_sys *s)
 {
+#ifdef _OPENMP
+    if (omp_in_parallel()) /* one of carlo_advance_all's replicas: one thread, not measured */
+        return 0;
+#endif
     return s->device == CARLO_CPU && carlo_threads_fixed() == 0 && carlo_threads_all() > 1;
 }
 
@@ -516,4 +521,86 @@ int carlo_advance(carlo_sys *s, uint64_t n)
                         .n = n, .quiet = 1};
     carlo_run_result r;
     return n ? carlo_run(s, &o, &r) : 0;
+}
+
+/* The most host threads carlo_advance_all gives GPU systems (one each, waiting on the device
+ * most of the time). */
+#define ADVANCE_ALL_GPU_THREADS 256
+
+int carlo_advance_all(carlo_sys **s, int R, uint64_t n, int *failed)
+{
+    if (failed)
+        *failed = -1;
+    int gpu = 0;
+    for (int i = 0; i < R; i++) {
+        if (carlo_sys_alive(s[i])) {
+            if (failed)
+                *failed = i;
+            return -1;
+        }
+        gpu += s[i]->device == CARLO_GPU;
+    }
+    /* work the calling thread queued must be done before other threads' streams go on */
+    for (int i = 0; i < R; i++)
+        if (s[i]->device == CARLO_GPU && s[i]->ops->sync(s[i])) {
+            if (failed)
+                *failed = i;
+            return -1;
+        }
+    int threads = 1;
+#ifdef _OPENMP
+    const int fixed = carlo_threads_fixed();
+    const int all = fixed ? fixed : carlo_threads_all();
+    if (!omp_in_parallel()) {
+        if (gpu == R)
+            threads = R < ADVANCE_ALL_GPU_THREADS ? R : ADVANCE_ALL_GPU_THREADS;
+        else if (gpu == 0 && R >= all)
+            threads = all; /* across the replicas; each runs on one thread, no barriers */
+    }
+#endif
+    if (R < 2 || threads < 2 || n == 0) {
+        for (int i = 0; i < R; i++)
+            if (carlo_advance(s[i], n)) {
+                if (failed)
+                    *failed = i;
+                return -1;
+            }
+        return 0;
+    }
+    /* messages are thread-local: each failing replica's is kept and the first re-raised here */
+    char(*msg)[256] = carlo_calloc((size_t)R, sizeof *msg, "the replicas' messages");
+    int *rc = carlo_calloc((size_t)R, sizeof *rc, "the replicas' results");
+    if (!msg || !rc) {
+        free(msg);
+        free(rc);
+        return -1;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#endif
+    for (int i = 0; i < R; i++) {
+#ifdef _OPENMP
+        omp_set_num_threads(1); /* no parallel region inside a replica's work */
+#endif
+        /* a GPU system's work goes on this thread's own stream (built with per-thread
+         * default streams), so the replicas' kernels run side by side; the sync leaves
+         * nothing queued on a stream another thread will not wait for */
+        rc[i] = carlo_advance(s[i], n);
+        if (rc[i] == 0 && s[i]->device == CARLO_GPU)
+            rc[i] = s[i]->ops->sync(s[i]);
+        if (rc[i])
+            snprintf(msg[i], sizeof msg[i], "%s", carlo_errmsg());
+    }
+    int bad = -1;
+    for (int i = 0; i < R && bad < 0; i++)
+        if (rc[i])
+            bad = i;
+    if (bad >= 0) {
+        if (failed)
+            *failed = bad;
+        carlo_seterr("%s", msg[bad]);
+    }
+    free(msg);
+    free(rc);
+    return bad >= 0 ? -1 : 0;
 }

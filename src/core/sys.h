@@ -138,7 +138,9 @@ typedef struct carlo_ops {
     int (*advance_to)(carlo_sys *s, double t_stop, uint64_t ev_stop, uint64_t budget,
                       int *reached);
     void (*clock)(const carlo_sys *s, double *t, uint64_t *events);
-    int (*sync)(carlo_sys *s); /* wait for queued work; reports late device errors */
+    /* Wait for the work the calling thread queued (a GPU system's goes on the thread's own
+     * stream); reports late device errors. */
+    int (*sync)(carlo_sys *s);
     /* The names observe writes for these options (opt: the model's own, may be NULL), and
      * the values now: replicas x n, in the order of the replicas' controls (temperatures). */
     int (*observables)(carlo_sys *s, const void *opt, carlo_obs_set *out);
@@ -212,6 +214,14 @@ typedef struct carlo_run_result {
 int carlo_run(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *res);
 /* n more units (or that much time), quiet, nothing else. */
 int carlo_advance(carlo_sys *s, uint64_t n);
+
+/* Every system of the list n more units (continuous models: n events), together: GPU systems
+ * in flight at once (a host thread each, so each queues on its own stream), CPU systems
+ * across threads, one thread each, when there are at least as many as threads (otherwise one
+ * after the other, each with its threads). Every system ends synchronised. The chains are
+ * those of carlo_advance on each. On failure: -1 with the first failing system's message,
+ * its index in *failed (may be NULL); the others have done their work. */
+int carlo_advance_all(carlo_sys **s, int R, uint64_t n, int *failed);
 
 /* The thread count for the next chunk of s's work (sets OpenMP's; returns the count to
  * restore), and what that chunk cost: how carlo_run picks one or all threads. */

@@ -841,6 +841,57 @@ void carlo_lua_push_system(lua_State *L, const carlo_lua_model *m, carlo_sys *s)
     luaL_setmetatable(L, m->metatable);
 }
 
+static int cmp_address(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* carlo.advance(systems, n): every system of the list n more units of its own (sweeps;
+ * events for continuous models), together (carlo_advance_all): GPU systems in flight at once,
+ * CPU systems across threads. Ensembles advance their replicas with it. */
+static int l_advance_all(lua_State *L)
+{
+    const char *where = "carlo.advance";
+    if (!lua_istable(L, 1))
+        return luaL_error(L, "%s: expects a list of systems and a count (got %s)", where,
+                          carlo_arg_got(L, 1));
+    if (!lua_isinteger(L, 2) || lua_tointeger(L, 2) < 0 || lua_tointeger(L, 2) > ((lua_Integer)1 << 47))
+        return luaL_error(L, "%s: the count must be an integer in [0, 2^47] (got %s)", where,
+                          carlo_arg_got(L, 2));
+    const uint64_t n = (uint64_t)lua_tointeger(L, 2);
+    const lua_Integer R = luaL_len(L, 1);
+    if (R < 1 || R > 1000000)
+        return luaL_error(L, "%s: the list must hold 1 to 1000000 systems (got %d)", where, (int)R);
+    carlo_sys **s = (carlo_sys **)lua_newuserdatauv(L, (size_t)R * sizeof *s, 0);
+    for (lua_Integer i = 0; i < R; i++) {
+        lua_geti(L, 1, i + 1);
+        s[i] = carlo_lua_tosys(L, -1);
+        if (!s[i])
+            return luaL_error(L, "%s: entry %d is not an open carlo system (got %s)", where,
+                              (int)(i + 1), carlo_arg_got(L, -1));
+        lua_pop(L, 1);
+    }
+    /* the same system twice would be advanced by two threads at once */
+    uintptr_t *sorted = (uintptr_t *)lua_newuserdatauv(L, (size_t)R * sizeof *sorted, 0);
+    for (lua_Integer i = 0; i < R; i++)
+        sorted[i] = (uintptr_t)s[i];
+    qsort(sorted, (size_t)R, sizeof *sorted, cmp_address);
+    for (lua_Integer i = 1; i < R; i++)
+        if (sorted[i] == sorted[i - 1])
+            return luaL_error(L, "%s: the list holds the same system twice", where);
+    int bad;
+    if (carlo_advance_all(s, (int)R, n, &bad))
+        return luaL_error(L, "%s: system %d: %s", where, bad + 1, carlo_errmsg());
+    return 0;
+}
+
+void carlo_system_lua_open(lua_State *L)
+{
+    lua_pushcfunction(L, l_advance_all);
+    lua_setfield(L, -2, "advance");
+}
+
 void carlo_lua_model_register(lua_State *L, const carlo_lua_model *m)
 {
     static const luaL_Reg meta[] = {

@@ -61,6 +61,9 @@ carlo_sys *carlo_lua_check(lua_State *L, int idx, const carlo_lua_model *m);
 /* The system at idx, or NULL when the value is no open carlo system. */
 carlo_sys *carlo_lua_tosys(lua_State *L, int idx);
 
+/* Adds carlo.advance (every system of a list n units, together) to the module table at -1. */
+void carlo_system_lua_open(lua_State *L);
+
 /* Helpers for bindings. */
 void carlo_lua_setnum(lua_State *L, const char *key, double v);
 void carlo_lua_setint(lua_State *L, const char *key, long long v);
