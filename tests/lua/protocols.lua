@@ -117,3 +117,27 @@ do
   check.ok("lua/protocols/hysteresis-loop-when-fast", fast.area < -5 * fast.area_err,
     ("area %.4g +- %.3g"):format(fast.area, fast.area_err))
 end
+
+-- observe = { ... }: the model's own sample options reach every point (hard disks' psi6 added,
+-- the pressures left out), in the ladder's samples and in a ramp's observes
+do
+  local d = carlo.hard_disks{ N = 256, phi = 0.6, init = "hex", seed = 5, pressure = 6, device = "cpu",
+                              quiet = true }
+  local r = carlo.anneal{ system = d, control = "pressure", schedule = { 6, 6.5 }, measure = 20, every = 10,
+                          observe = { psi6 = true, pressure = false }, quiet = true }
+  check.ok("lua/protocols/observe-options", r[2].psi6 ~= nil and r[2].psi6.mean > 0 and r[2].P_sdf == nil,
+    "psi6 missing or the pressures still measured")
+  local plain = carlo.anneal{ system = d, control = "pressure", schedule = { 6.5 }, measure = 20, every = 10,
+                              quiet = true }
+  check.ok("lua/protocols/observe-default", plain[1].psi6 == nil and plain[1].P_sdf ~= nil)
+  local ramp = carlo.anneal{ system = d, control = "pressure", schedule = carlo.ramp{ from = 6.5, to = 6, over = 4 },
+                             observe = { psi6 = true }, quiet = true }
+  check.ok("lua/protocols/observe-ramp", ramp[#ramp].psi6 ~= nil and type(ramp[#ramp].psi6) == "number")
+  check.raises("lua/protocols/observe-refused", function()
+    carlo.anneal{ system = d, control = "pressure", schedule = { 6 }, measure = 20, every = 10, observe = { every = 2 } }
+  end, "observe must not set every")
+  check.raises("lua/protocols/observe-type", function()
+    carlo.anneal{ system = d, control = "pressure", schedule = { 6 }, measure = 20, every = 10, observe = 1 }
+  end, "observe must be a table")
+  d:close()
+end
