@@ -32,6 +32,7 @@ struct gpu_impl {
     unsigned int *hist;                   /* pressure histograms (gr then sdf) */
     size_t hist_len;
     size_t smem_max;                      /* shared memory a block may have (opt-in limit) */
+    double *sites;                        /* the tether's sites (N x 3), when set */
 };
 
 gpu_impl *impl(hard_system *s) { return static_cast<gpu_impl *>(s->impl); }
@@ -67,7 +68,27 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
         const int threads = (int)(blockDim.x * blockDim.y);
         float *nb = GATHER ? nb_shared + threadIdx.x + threadIdx.y * blockDim.x : NULL;
         accepted = hard_cell_update(DIM, NMAX, CACHE, &g, pos, count, xyz, mv, seed, step, nb, threads,
-                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, &tried);
+                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, NULL, &tried);
+    }
+    warp_add(&ctr->tried, tried);
+    warp_add(&ctr->accepted, accepted);
+}
+
+/* One checkerboard set with the tether on (Frenkel-Ladd runs): one thread per active cell, the
+ * cell in memory and every move scanning the neighbour cells, as the CPU's tethered update. */
+template <int DIM, int NMAX>
+__global__ void __launch_bounds__(256) tether_kernel(carlo_cell_grid g, float *pos,
+                                                     const uint32_t *__restrict__ count, int set,
+                                                     hard_moves mv, uint64_t seed, uint64_t step,
+                                                     hard_tether th, dev_counters *ctr)
+{
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int tried = 0, accepted = 0;
+    if (t < carlo_cell_set_size(&g)) {
+        int xyz[3];
+        carlo_cell_active(&g, set, t, xyz);
+        accepted = hard_cell_update(DIM, NMAX, 0, &g, pos, count, xyz, mv, seed, step, NULL, 1,
+                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, &th, &tried);
     }
     warp_add(&ctr->tried, tried);
     warp_add(&ctr->accepted, accepted);
@@ -298,6 +319,7 @@ void gpu_destroy(hard_system *s)
         return;
     carlo_cells_dev_free(&g->cur);
     carlo_cells_dev_free(&g->spare);
+    cudaFree(g->sites);
     cudaFree(g->ctr);
     cudaFree(g->hist);
     free(g);
@@ -323,6 +345,25 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
     const carlo_cell_grid &gr = s->grid;
     const hard_launch &la = s->launch; /* never the chain: every launch decides the same */
     int bx = la.block[0] > 0 ? la.block[0] : 32, by = la.block[1] > 0 ? la.block[1] : 4;
+    if (s->lambda > 0 && s->sites) {
+        hard_tether th;
+        th.lambda = s->lambda;
+        for (int a = 0; a < 3; a++) {
+            th.origin[a] = s->origin[a];
+            th.L[a] = s->box.L[a];
+        }
+        th.site = g->sites;
+        th.tag = g->cur.aux; /* word plane 0 */
+        const unsigned blocks = (unsigned)((carlo_cell_set_size(&gr) + 255) / 256);
+        if (gr.dim == 2)
+            tether_kernel<2, HARD_NMAX_2D><<<blocks, 256>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                            s->seed, step, th, g->ctr);
+        else
+            tether_kernel<3, HARD_NMAX_3D><<<blocks, 256>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
+                                                            s->seed, step, th, g->ctr);
+        CK(cudaGetLastError());
+        return 0;
+    }
     dim3 block((unsigned)bx, (unsigned)by, 1);
     dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx), (unsigned)((gr.half[1] + by - 1) / by),
               (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
@@ -526,6 +567,16 @@ int gpu_sync(hard_system *s)
     return check_flag(impl(s));
 }
 
+int gpu_sites(hard_system *s)
+{
+    gpu_impl *g = impl(s);
+    const size_t bytes = (size_t)s->N * 3 * sizeof(double);
+    if (!g->sites)
+        CK_MALLOC(&g->sites, bytes, "tether sites");
+    CK(cudaMemcpy(g->sites, s->sites, bytes, cudaMemcpyHostToDevice));
+    return 0;
+}
+
 } // namespace
 
 extern "C" const hard_backend hard_cuda_backend = {
@@ -542,4 +593,5 @@ extern "C" const hard_backend hard_cuda_backend = {
     gpu_histograms,
     gpu_translation_counts,
     gpu_sync,
+    gpu_sites,
 };

@@ -260,6 +260,7 @@ hard_system *hard_alloc(int dim, int64_t N, const carlo_box *box, carlo_device_k
     s->mv.moves = 4;
     s->mv.shuffle = 1;
     s->dlnV = 0.1 / (double)N;
+    s->volume_moves = 1;
     /* MPMC's 32 x 4 was its fastest on the K20; on the H100 disks with neighbour lists of 16
      * run fastest in 64 x 2 blocks (scripts/bench/hard.lua tries the others) */
     s->launch.block[0] = dim == 2 ? 64 : 32;
@@ -437,6 +438,9 @@ hard_system *hard_create(const hard_params *p)
 
 int hard_set_pressure(hard_system *s, double pressure)
 {
+    if (pressure != 0 && s->lambda > 0)
+        return carlo_seterr("the tether (lambda = %.9g) runs in NVT only: set lambda = 0 before the "
+                            "pressure", s->lambda);
     if (pressure == 0) {
         s->npt = 0;
         s->ops = &hard_ops_nvt;
@@ -457,6 +461,7 @@ void hard_destroy(hard_system *s)
         return;
     if (s->be && s->impl)
         s->be->destroy(s);
+    free(s->sites);
     free(s);
 }
 
@@ -514,7 +519,18 @@ int hard_sweep(hard_system *s)
     ALIVE(s);
     if (sweep_nvt(s))
         return -1;
-    return s->npt ? hard_volume_move(s) : 0;
+    for (int k = 0; s->npt && k < s->volume_moves; k++)
+        if (hard_volume_move(s))
+            return -1;
+    return 0;
+}
+
+int hard_set_volume_moves(hard_system *s, int k)
+{
+    if (k < 1 || k > 1024)
+        return carlo_seterr("volume_moves must be an integer from 1 to 1024 (got %d)", k);
+    s->volume_moves = k;
+    return 0;
 }
 
 /* Try the grid ng (every particle scaled along with the box): 1 accepted, 0 refused (an
@@ -537,6 +553,13 @@ static int try_grid(hard_system *s, const carlo_cell_grid *pg)
     s->box = nb;
     for (int a = 0; a < s->dim; a++)
         s->origin[a] *= lam[a];
+    if (s->sites) { /* the sites follow the box (compression, scale_to: never with lambda > 0) */
+        for (int64_t k = 0; k < s->N; k++)
+            for (int a = 0; a < s->dim; a++)
+                s->sites[3 * k + a] *= lam[a];
+        if (s->be->sites(s))
+            return fail_dead(s);
+    }
     return 1;
 }
 
@@ -573,6 +596,9 @@ int hard_scale_to(hard_system *s, const carlo_box *target, int *done)
 int hard_volume_move(hard_system *s)
 {
     ALIVE(s);
+    if (s->lambda > 0)
+        return carlo_seterr("no volume move with the tether on (lambda = %.9g): set lambda = 0",
+                            s->lambda);
     carlo_u32x4 r = carlo_rng(s->seed, HARD_PURPOSE_VOLUME, s->vsteps++, 0, 0);
     double delta = (2.0 * carlo_u01(r.v[0], r.v[1]) - 1.0) * s->dlnV;
     s->counts.volume_tried++;
@@ -758,5 +784,104 @@ int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint
     }
     res->reached &= !res->capped;
     res->volume_reached &= !res->volume_capped;
+    return 0;
+}
+
+/* ---------- the tether (Einstein crystal) ---------- */
+
+/* x - L round(x / L): the minimum image of a separation along a side L. */
+static double min_image(double x, double L)
+{
+    return x - L * rint(x / L);
+}
+
+/* Translate the sites (all by one vector, wrapped into the box) so that the reference particle,
+ * tag 0 at position p0, sits on its site: the Einstein molecule's lattice is the one seen from
+ * the fixed particle. */
+static void anchor_sites(hard_system *s, const double p0[3])
+{
+    double shift[3] = {0, 0, 0};
+    for (int a = 0; a < s->dim; a++)
+        shift[a] = min_image(p0[a] - s->sites[a], s->box.L[a]);
+    for (int64_t k = 0; k < s->N; k++)
+        for (int a = 0; a < s->dim; a++) {
+            const double L = s->box.L[a];
+            double v = s->sites[3 * k + a] + shift[a];
+            s->sites[3 * k + a] = v - L * floor(v / L + 0.5);
+        }
+    s->sites[0] = p0[0]; /* exactly, whatever the rounding of the shift */
+    s->sites[1] = p0[1];
+    s->sites[2] = s->dim == 3 ? p0[2] : 0.0;
+}
+
+int hard_set_sites(hard_system *s, const double *x)
+{
+    ALIVE(s);
+    const size_t bytes = carlo_mulsize((size_t)s->N, 3 * sizeof(double));
+    double *now = carlo_malloc(bytes, "positions");
+    if (!now)
+        return -1;
+    if (hard_positions(s, now)) {
+        free(now);
+        return -1;
+    }
+    if (!s->sites && !(s->sites = carlo_malloc(bytes, "tether sites"))) {
+        free(now);
+        return -1;
+    }
+    for (int64_t k = 0; k < s->N; k++)
+        for (int a = 0; a < 3; a++)
+            s->sites[3 * k + a] = a < s->dim ? (x ? x[3 * k + a] : now[3 * k + a]) : 0.0;
+    anchor_sites(s, now);
+    free(now);
+    return s->be->sites(s) ? fail_dead(s) : 0;
+}
+
+int hard_set_lambda(hard_system *s, double lambda)
+{
+    ALIVE(s);
+    if (!(lambda >= 0) || !isfinite(lambda))
+        return carlo_seterr("lambda must be a finite number >= 0 (got %.17g)", lambda);
+    if (lambda > 0 && s->npt)
+        return carlo_seterr("the tether runs in NVT only (this system is NPT at pressure %.9g): "
+                            "set pressure = nil first", s->pressure);
+    if (lambda > 0 && !(s->lambda > 0)) { /* switched on: sites now, or the old ones re-anchored */
+        if (!s->sites) {
+            if (hard_set_sites(s, NULL))
+                return -1;
+        } else {
+            double *now = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+            if (!now || hard_positions(s, now)) {
+                free(now);
+                return -1;
+            }
+            anchor_sites(s, now);
+            free(now);
+            if (s->be->sites(s))
+                return fail_dead(s);
+        }
+    }
+    s->lambda = lambda;
+    return 0;
+}
+
+int hard_tether_msd(hard_system *s, double *msd)
+{
+    *msd = 0;
+    if (!s->sites)
+        return 0;
+    double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+    if (!x || hard_positions(s, x)) {
+        free(x);
+        return -1;
+    }
+    double sum = 0;
+    for (int64_t k = 0; k < s->N; k++)
+        for (int a = 0; a < s->dim; a++) {
+            double d = min_image(x[3 * k + a] - s->sites[3 * k + a], s->box.L[a]);
+            sum += d * d;
+        }
+    free(x);
+    *msd = sum / (double)s->N;
     return 0;
 }

@@ -59,10 +59,14 @@ typedef struct hard_system {
     uint64_t sweeps;        /* all sweeps ever: the RNG step of set orders and shifts */
     uint64_t substeps;      /* sub-sweeps ever: the RNG step of trial moves */
     uint64_t vsteps;        /* volume moves ever */
+    uint64_t icalls;        /* insertion tests ever (hard_insert_test) */
     hard_moves mv;          /* delta, moves per cell n_M, shuffle */
     int npt;                /* 1: a volume move after every sweep, at the pressure */
     double pressure;        /* the imposed beta P sigma^d (NPT) */
     double dlnV;            /* largest change of ln V per volume move */
+    int volume_moves;       /* NPT: volume moves after each sweep (1) */
+    double lambda;          /* the tether's strength (beta U = lambda sum |r - r0|^2); 0: off */
+    double *sites;          /* the tether's sites, N x 3 box coordinates by tag; NULL: none yet */
     carlo_counts counts;    /* host part: volume moves; translations live in the backend */
     hard_launch launch;
     const struct hard_backend *be;
@@ -91,6 +95,8 @@ typedef struct hard_backend {
     int (*histograms)(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *sdf);
     int (*translation_counts)(hard_system *s, uint64_t *tried, uint64_t *accepted);
     int (*sync)(hard_system *s);
+    /* s->sites changed: take a copy where the subsweeps read them (the GPU's memory). */
+    int (*sites)(hard_system *s);
 } hard_backend;
 
 extern const hard_backend hard_cpu_backend;
@@ -151,6 +157,25 @@ int hard_volume_move(hard_system *s);        /* one NPT volume move at s->pressu
 /* NPT at beta P sigma^d = pressure > 0, or NVT for pressure = 0. */
 int hard_set_pressure(hard_system *s, double pressure);
 
+/* The harmonic tether of Einstein crystals (Frenkel-Ladd, the Einstein-molecule variant of
+ * Vega & Noya 2007): beta U = lambda sum_i |r_i - r0_i|^2 in sigma, with the particle of tag 0
+ * held fixed while lambda > 0. hard_set_lambda turns it on (sites: those set before, or the
+ * positions now when none were) or off (lambda = 0: the chain of an untethered system); NVT
+ * only. hard_set_sites takes sites x (N x 3, box coordinates; NULL: the positions now),
+ * translated so that the reference particle sits on its own site. */
+int hard_set_lambda(hard_system *s, double lambda);
+int hard_set_sites(hard_system *s, const double *x);
+/* sum_i |r_i - r0_i|^2 / N by the minimum image (0 without sites). */
+int hard_tether_msd(hard_system *s, double *msd);
+
+/* Free-volume (Widom) insertion: n (1 .. 2^32 - 1) test points uniform in the box, from the
+ * stream (seed, INSERT, call, k); *free_points = how many overlap no particle (the kernels'
+ * float test). Each call draws new points (s->icalls counts the calls). Ctrl-C stops it. */
+int hard_insert_test(hard_system *s, uint64_t n, uint64_t *free_points);
+
+/* NPT: k volume moves after every sweep (1 to 1024). */
+int hard_set_volume_moves(hard_system *s, int k);
+
 /* Compress isotropically to packing fraction phi: sweeps of MC moves, each followed by the
  * largest shrink no pair prevents (MPMC Sec. 4, HOOMD's quick compression). Errors when the
  * packing jams (no progress) or phi is not below close packing. */
@@ -193,6 +218,7 @@ typedef struct hard_observe_opt {
     double rc;               /* psi6's neighbour cutoff (0: 1.4) */
     int fit;                 /* 1: the fits of pp; 0: hard_pressure_defaults */
     hard_pressure_params pp;
+    uint32_t widom;          /* > 0: p_insert from this many test insertions (and mu_ex) */
 } hard_observe_opt;
 
 /* Pressure of the current configuration by both estimators. */

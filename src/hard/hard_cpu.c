@@ -97,13 +97,27 @@ __attribute__((flatten)) static uint32_t cell_update(const carlo_cell_grid *g, i
 {
     if (g->dim == 2)
         return cache ? hard_cell_update(2, HARD_NMAX_2D, 1, g, pos, count, xyz, mv, seed, step, nb, 1,
-                                        HARD_NB_2D, tr)
+                                        HARD_NB_2D, NULL, tr)
                      : hard_cell_update(2, HARD_NMAX_2D, 0, g, pos, count, xyz, mv, seed, step, nb, 1,
-                                        HARD_NB_2D, tr);
+                                        HARD_NB_2D, NULL, tr);
     return cache ? hard_cell_update(3, HARD_NMAX_3D, 1, g, pos, count, xyz, mv, seed, step, nb, 1,
-                                    HARD_NB_3D, tr)
+                                    HARD_NB_3D, NULL, tr)
                  : hard_cell_update(3, HARD_NMAX_3D, 0, g, pos, count, xyz, mv, seed, step, nb, 1,
-                                    HARD_NB_3D, tr);
+                                    HARD_NB_3D, NULL, tr);
+}
+
+/* The same with the tether on: the cell in memory, every move scanning the neighbour cells (the
+ * decisions do not depend on the form; tethered runs are small). */
+__attribute__((flatten)) static uint32_t cell_update_tether(const carlo_cell_grid *g, float *pos,
+                                                            const uint32_t *count, const int xyz[3],
+                                                            hard_moves mv, uint64_t seed, uint64_t step,
+                                                            const hard_tether *th, uint32_t *tr)
+{
+    if (g->dim == 2)
+        return hard_cell_update(2, HARD_NMAX_2D, 0, g, pos, count, xyz, mv, seed, step, NULL, 1,
+                                HARD_NB_2D, th, tr);
+    return hard_cell_update(3, HARD_NMAX_3D, 0, g, pos, count, xyz, mv, seed, step, NULL, 1,
+                            HARD_NB_3D, th, tr);
 }
 
 static int cpu_subsweep(hard_system *s, int set, uint64_t step)
@@ -118,6 +132,17 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
     float *pos = im->cur.pos;
     const uint32_t *count = im->cur.count;
     uint64_t tried = 0, accepted = 0;
+    hard_tether th;
+    const int tether = s->lambda > 0 && s->sites;
+    if (tether) {
+        th.lambda = s->lambda;
+        for (int a = 0; a < 3; a++) {
+            th.origin[a] = s->origin[a];
+            th.L[a] = s->box.L[a];
+        }
+        th.site = s->sites;
+        th.tag = im->cur.aux; /* word plane 0 */
+    }
 #pragma omp parallel for schedule(static) reduction(+ : tried, accepted) if (n > 2048)
     for (int64_t t = 0; t < n; t++) {
         int xyz[3];
@@ -125,7 +150,8 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
         float nbuf[HARD_NB_MAX * 3];
         float *nb = gather ? nbuf : NULL;
         carlo_cell_active(&g, set, t, xyz);
-        accepted += cell_update(&g, cache, pos, count, xyz, mv, seed, step, nb, &tr);
+        accepted += tether ? cell_update_tether(&g, pos, count, xyz, mv, seed, step, &th, &tr)
+                           : cell_update(&g, cache, pos, count, xyz, mv, seed, step, nb, &tr);
         tried += tr;
     }
     im->tried += tried;
@@ -274,6 +300,12 @@ static int cpu_sync(hard_system *s)
     return 0;
 }
 
+static int cpu_sites(hard_system *s)
+{
+    (void)s; /* the subsweeps read s->sites */
+    return 0;
+}
+
 const hard_backend hard_cpu_backend = {
     .name = "cpu",
     .create = cpu_create,
@@ -288,4 +320,5 @@ const hard_backend hard_cpu_backend = {
     .histograms = cpu_histograms,
     .translation_counts = cpu_translation_counts,
     .sync = cpu_sync,
+    .sites = cpu_sites,
 };

@@ -31,6 +31,8 @@
 #define HARD_PURPOSE_VOLUME 0x24u /* NPT volume moves */
 #define HARD_PURPOSE_INIT   0x25u /* random initial positions */
 #define HARD_PURPOSE_SERIAL 0x26u /* the serial reference in tests/ */
+#define HARD_PURPOSE_TETHER 0x27u /* Metropolis draws of the harmonic tether (Einstein field) */
+#define HARD_PURPOSE_INSERT 0x28u /* test insertions (sys:widom) */
 
 /* Cell widths: w >= sigma so that active cells of one set never interact, and small enough
  * that a fixed number of centres fills a cell. Split the cell into boxes whose diagonal is
@@ -466,6 +468,76 @@ CARLO_HD int hard_gather_cells(const int dim, const int nmax, const carlo_cell_g
     return k;
 }
 
+/* ---------- the harmonic tether (Einstein crystal, Frenkel-Ladd) ---------- */
+
+/* beta U = lambda sum_i |r_i - r0_i|^2, lengths in sigma, dr by the periodic minimum image.
+ * Sites r0 are box coordinates in [-L/2, L/2) (as snapshots give positions), N x 3 by tag;
+ * the particle of tag 0 is the Einstein molecule's reference (Vega & Noya 2007): while the
+ * tether is on it never moves. Everything in double, in one order of operations with no fused
+ * multiply-add, so the CPU and the GPU decide every move alike. */
+typedef struct hard_tether {
+    double lambda;         /* > 0 (the tether is off at 0, and then never consulted) */
+    double origin[3];      /* the grid's corner (hard_system.origin) */
+    double L[3];           /* the box */
+    const double *site;    /* N x 3 */
+    const uint32_t *tag;   /* the cells' word plane 0: each slot's tag */
+} hard_tether;
+
+/* |r - r0|^2 of a particle at local u of cell xyz whose site is r0. */
+CARLO_HD double hard_tether_r2(const hard_tether *th, const carlo_cell_grid *g, int dim, const int xyz[3],
+                               const float u[3], const double *r0)
+{
+    double r2 = 0.0;
+    for (int a = 0; a < dim; a++) {
+        const double L = th->L[a];
+        double d = (double)xyz[a] * g->width[a] + (double)u[a];
+        d = d + th->origin[a];
+        d = d - 0.5 * L;
+        d = d - r0[a];
+        d = d - L * rint(d / L);
+        r2 = r2 + d * d;
+    }
+    return r2;
+}
+
+/* exp(-x) for x >= 0 in additions, multiplications and an exact power of two: x = k ln 2 + r
+ * with r in [0, ln 2) (up to rounding), exp(-r) by its Taylor polynomial to degree 17: within
+ * a few ulp of exp(-x), and the same double on every backend. */
+CARLO_HD double hard_exp_neg(double x)
+{
+    if (!(x < 700.0))
+        return 0.0;
+    if (!(x > 0.0))
+        return 1.0;
+    /* ln 2 in two parts (Cody and Waite): k ln2_hi is exact for k < 2^11 */
+    const double ln2 = 0.69314718055994530942, ln2_hi = 0.693145751953125, ln2_lo = 1.4286068203094172321e-6;
+    const int k = (int)(x / ln2);
+    const double r = (x - (double)k * ln2_hi) - (double)k * ln2_lo;
+    double p = 1.0;
+    for (int n = 17; n >= 1; n--)
+        p = 1.0 - r * p / (double)n;
+    return ldexp(p, -k);
+}
+
+/* Whether the tether lets the particle of tag `tag` go from old to t (local coordinates of
+ * cell xyz): Metropolis on lambda (|t - r0|^2 - |old - r0|^2), the uniform number from
+ * Philox(seed, TETHER, substep, cell, move s), drawn only for a rise in energy. The reference
+ * particle (tag 0) stays. */
+CARLO_HD int hard_tether_accept(const hard_tether *th, const carlo_cell_grid *g, int dim, const int xyz[3],
+                                uint32_t tag, const float old[3], const float t[3], uint64_t seed,
+                                uint64_t step, uint32_t cell, uint32_t s)
+{
+    if (tag == 0u)
+        return 0;
+    const double *r0 = th->site + 3 * (size_t)tag;
+    const double dE = th->lambda * (hard_tether_r2(th, g, dim, xyz, t, r0) -
+                                    hard_tether_r2(th, g, dim, xyz, old, r0));
+    if (!(dE > 0.0))
+        return 1;
+    carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_TETHER, step, cell, s);
+    return carlo_u01(r.v[0], r.v[1]) < hard_exp_neg(dE);
+}
+
 /* MPMC Algorithm 2 for one active cell: n_M trial moves. Returns the number accepted; the cell
  * was empty when *tried stays 0. dim, nmax and cache are literal constants at every call site,
  * so the compilers unroll the slot loops. With cache = 1 the cell's particles are held in
@@ -474,11 +546,13 @@ CARLO_HD int hard_gather_cells(const int dim, const int nmax, const carlo_cell_g
  * registers where a cell has many slots. Given a buffer nb (nb_cap entries of dim floats,
  * nb_stride apart), the neighbours are gathered into it once (hard_gather_cells); with
  * nb = NULL every move scans the neighbour cells. All forms make the same decisions from the
- * same floats. */
+ * same floats. With a tether th (NULL: none), a move that passes the cell bounds must also pass
+ * hard_tether_accept before the overlap tests. */
 CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cache,
                                       const carlo_cell_grid *g, float *pos, const uint32_t *count,
                                       const int xyz[3], hard_moves mv, uint64_t seed, uint64_t step,
-                                      float *nb, int nb_stride, int nb_cap, uint32_t *tried)
+                                      float *nb, int nb_stride, int nb_cap, const hard_tether *th,
+                                      uint32_t *tried)
 {
     const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
     float own[HARD_NMAX][3];
@@ -514,17 +588,22 @@ CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cach
         } else {
             hard_displacement(g, dim, mv.delta, seed, step, (uint32_t)c, (uint32_t)s, disp);
         }
+        float was[3] = {0.0f, 0.0f, 0.0f};
         if (cache) {
             HARD_UNROLL
             for (int j = 0; j < nmax; j++) /* t = own[i] + disp, without indexing by i */
                 if (j == i)
                     HARD_UNROLL
-                    for (int a = 0; a < dim; a++)
+                    for (int a = 0; a < dim; a++) {
+                        was[a] = own[j][a];
                         t[a] = own[j][a] + disp[a];
+                    }
         } else {
             HARD_UNROLL
-            for (int a = 0; a < dim; a++)
-                t[a] = pos[carlo_cell_slot(g, c, i, a)] + disp[a];
+            for (int a = 0; a < dim; a++) {
+                was[a] = pos[carlo_cell_slot(g, c, i, a)];
+                t[a] = was[a] + disp[a];
+            }
         }
         int ok = 1;
         HARD_UNROLL
@@ -532,6 +611,11 @@ CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cach
             ok &= t[a] >= 0.0f && t[a] < g->w[a];
         if (!ok)
             continue;
+        if (th) { /* the tether first: it needs no neighbour */
+            if (!hard_tether_accept(th, g, dim, xyz, th->tag[carlo_cell_slot(g, c, i, 0)], was, t, seed,
+                                    step, (uint32_t)c, (uint32_t)s))
+                continue;
+        }
         if (cache) {
             HARD_UNROLL
             for (int j = 0; j < nmax; j++) /* full loops with static indices keep own[] in registers */

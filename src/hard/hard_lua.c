@@ -2,7 +2,7 @@
  * carlo.hard_spheres{...}, both the userdata "carlo.hard" of the system layer
  * (system/system_lua.h), which gives them run, sample, observe, snapshot, save, sync, close.
  * Here: the constructors' keys, the model's fields and its own methods (sweep, substep,
- * shift_cells, volume_move, compress, tune, psi6, overlaps, verify, launch). */
+ * shift_cells, volume_move, compress, tune, psi6, overlaps, verify, launch, set_sites, widom). */
 #include <lauxlib.h>
 #include <math.h>
 #include <stdarg.h>
@@ -86,7 +86,8 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
 
 /* Positions: a carlo.array N x d (N x 3 with z = 0 in 2D also), or a list of { x, y [, z] };
  * box coordinates as doubles in a Lua-owned buffer left on the stack. */
-static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const char *where)
+static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const char *where,
+                               const char *key)
 {
     idx = lua_absindex(L, idx);
     carlo_array *a = carlo_array_test(L, idx);
@@ -96,19 +97,19 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
         n = a->shape[0];
         cols = (int)a->shape[1];
         if (a->ndim != 2 || (cols != 3 && cols != dim))
-            fail(L, "%s: position must be an N x %d array%s (got %s %lld x %lld)", where, dim,
+            fail(L, "%s: %s must be an N x %d array%s (got %s %lld x %lld)", where, key, dim,
                  dim == 2 ? " (or N x 3 with z = 0)" : "", carlo_dtype_name(a->type),
                  (long long)a->shape[0], (long long)a->shape[1]);
     } else if (lua_type(L, idx) == LUA_TTABLE) {
         n = (int64_t)lua_rawlen(L, idx);
         cols = 3;
     } else {
-        fail(L, "%s: position must be a carlo.array or a list of points (got a %s)", where,
+        fail(L, "%s: %s must be a carlo.array or a list of points (got a %s)", where, key,
              luaL_typename(L, idx));
         return NULL;
     }
     if (n < 1 || n > HARD_N_MAX)
-        fail(L, "%s: position must hold 1 to %lld particles (got %lld)", where,
+        fail(L, "%s: %s must hold 1 to %lld particles (got %lld)", where, key,
              (long long)HARD_N_MAX, (long long)n);
     *N = 0;
     double *x = (double *)lua_newuserdatauv(L, carlo_mulsize((size_t)n, 3 * sizeof(double)), 0);
@@ -120,11 +121,11 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
         } else {
             lua_rawgeti(L, idx, (lua_Integer)k + 1);
             if (!lua_istable(L, -1))
-                fail(L, "%s: position[%lld] must be a point { x, y%s } (got a %s)", where,
+                fail(L, "%s: %s[%lld] must be a point { x, y%s } (got a %s)", where, key,
                      (long long)k + 1, dim == 3 ? ", z" : "", luaL_typename(L, -1));
             int m = (int)lua_rawlen(L, -1);
             if (m != dim && m != 3)
-                fail(L, "%s: position[%lld] must have %d coordinates (got %d)", where,
+                fail(L, "%s: %s[%lld] must have %d coordinates (got %d)", where, key,
                      (long long)k + 1, dim, m);
             for (int c = 0; c < m; c++) {
                 lua_rawgeti(L, -1, c + 1);
@@ -135,10 +136,10 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
         }
         for (int c = 0; c < 3; c++)
             if (!isfinite(p[c]))
-                fail(L, "%s: position[%lld] is not finite (coordinate %d is %g)", where,
+                fail(L, "%s: %s[%lld] is not finite (coordinate %d is %g)", where, key,
                      (long long)k + 1, c + 1, p[c]);
         if (dim == 2 && p[2] != 0)
-            fail(L, "%s: position[%lld] has z = %g; disks live in the plane z = 0", where,
+            fail(L, "%s: %s[%lld] has z = %g; disks live in the plane z = 0", where, key,
                  (long long)k + 1, p[2]);
         memcpy(x + 3 * k, p, sizeof p);
     }
@@ -187,7 +188,7 @@ static lua_Integer snapshot_init(lua_State *L, int snap, int dim, const char *wh
     lua_pop(L, 1);
     lua_getfield(L, snap, "position");
     int64_t n = 0;
-    p->positions = parse_positions(L, -1, dim, &n, where);
+    p->positions = parse_positions(L, -1, dim, &n, where, "position");
     lua_remove(L, -2); /* the buffer stays, the array goes */
     p->init = HARD_INIT_POSITIONS;
     p->N = n;
@@ -259,7 +260,8 @@ static int construct(lua_State *L, int dim)
     const char *where = dim == 2 ? "carlo.hard_disks" : "carlo.hard_spheres";
     static const char *const keys[] = {"N", "phi", "box", "seed", "init", "device", "delta",
                                        "moves_per_cell", "shuffle", "cell_width", "pressure",
-                                       "dlnV", "quiet", "d", "moves", NULL};
+                                       "dlnV", "quiet", "d", "moves", "volume_moves", "lambda",
+                                       "sites", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
     carlo_args_allowed(L, 1, where, keys);
@@ -275,6 +277,10 @@ static int construct(lua_State *L, int dim)
                              dim == 2 ? HARD_WMAX_2D : HARD_WMAX_3D, 0);
     p.pressure = carlo_arg_num(L, 1, where, "pressure", 0, 0, 0, 0, INFINITY, 0);
     p.dlnV = carlo_arg_num(L, 1, where, "dlnV", 0, 0, 0, 0, 1, 1);
+    const int volume_moves = (int)carlo_arg_int(L, 1, where, "volume_moves", 0, 1, 1, 1024);
+    const double lambda = carlo_arg_num(L, 1, where, "lambda", 0, 0, 0, 1, INFINITY, 0);
+    if (lambda > 0 && p.pressure > 0)
+        fail(L, "%s: lambda (the tether) runs in NVT only: give no pressure with it", where);
     const char *inits[] = {"random", dim == 2 ? "hex" : "fcc", NULL};
     int init = carlo_lua_init_arg(L, 1, where, NULL, "random", inits, 1);
     lua_Integer step = 0;
@@ -285,10 +291,25 @@ static int construct(lua_State *L, int dim)
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     p.device = carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
+    const double *sites = NULL;
+    if (lua_getfield(L, 1, "sites") != LUA_TNIL) {
+        int64_t ns;
+        sites = parse_positions(L, -1, dim, &ns, where, "sites"); /* stays on the stack */
+        if (ns != p.N)
+            fail(L, "%s: sites must list one site per particle, %lld (got %lld)", where,
+                 (long long)p.N, (long long)ns);
+    } else {
+        lua_pop(L, 1);
+    }
     hard_system *s = hard_create(&p);
     if (!s)
         return carlo_raise(L, where);
     s->step = (uint64_t)step;
+    s->volume_moves = volume_moves;
+    if ((sites && hard_set_sites(s, sites)) || (lambda > 0 && hard_set_lambda(s, lambda))) {
+        hard_destroy(s);
+        return carlo_raise(L, where);
+    }
     carlo_lua_push_system(L, &hard_lua_model, &s->sys);
     return 1;
 }
@@ -346,6 +367,45 @@ static int l_volume_move(lua_State *L)
     if (hard_volume_move(s))
         return carlo_raise(L, "hard:volume_move");
     lua_pushboolean(L, s->counts.volume_accepted > before);
+    return 1;
+}
+
+/* sys:set_sites([positions]): the tether's sites (N x d, box coordinates), the positions now
+ * when none are given; translated so that the reference particle (1, tag 0) is on its site. */
+static int l_set_sites(lua_State *L)
+{
+    hard_system *s = check(L, 1);
+    const double *x = NULL;
+    if (!lua_isnoneornil(L, 2)) {
+        int64_t n;
+        x = parse_positions(L, 2, s->dim, &n, "hard:set_sites", "sites");
+        if (n != s->N)
+            return fail(L, "hard:set_sites: sites must list one site per particle, %lld (got %lld)",
+                        (long long)s->N, (long long)n);
+    }
+    if (hard_set_sites(s, x))
+        return carlo_raise(L, "hard:set_sites");
+    return 0;
+}
+
+/* sys:widom(n) -> { p_insert =, mu_ex =, free =, n = }: n test insertions into the
+ * configuration now (free-volume estimator, beta mu_ex = -ln P_insert). */
+static int l_widom(lua_State *L)
+{
+    hard_system *s = check(L, 1);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    if (n < 1 || n > (lua_Integer)UINT32_MAX)
+        return fail(L, "hard:widom: n must be an integer from 1 to %u (got %lld)", (unsigned)UINT32_MAX,
+                    (long long)n);
+    uint64_t hits;
+    if (hard_insert_test(s, (uint64_t)n, &hits))
+        return carlo_raise(L, "hard:widom");
+    const double p = (double)hits / (double)n;
+    lua_createtable(L, 0, 4);
+    carlo_lua_setnum(L, "p_insert", p);
+    carlo_lua_setnum(L, "mu_ex", -log(p));
+    carlo_lua_setint(L, "free", (long long)hits);
+    carlo_lua_setint(L, "n", (long long)n);
     return 1;
 }
 
@@ -582,6 +642,9 @@ static void describe(lua_State *L, carlo_sys *c)
     if (s->npt)
         snprintf(buf, sizeof buf, "%s, N = %lld, phi = %.6f, NPT at pressure = %.9g",
                  s->dim == 2 ? "disks" : "spheres", (long long)s->N, hard_phi(s), s->pressure);
+    else if (s->lambda > 0)
+        snprintf(buf, sizeof buf, "%s, N = %lld, phi = %.6f, NVT, tether lambda = %.9g",
+                 s->dim == 2 ? "disks" : "spheres", (long long)s->N, hard_phi(s), s->lambda);
     else
         snprintf(buf, sizeof buf, "%s, N = %lld, phi = %.6f, NVT", s->dim == 2 ? "disks" : "spheres",
                  (long long)s->N, hard_phi(s));
@@ -605,6 +668,20 @@ static void push_cells(lua_State *L, const hard_system *s)
     lua_setfield(L, -2, "width");
     carlo_lua_setint(L, "nmax", s->grid.nmax);
     carlo_lua_setint(L, "count", s->grid.ncells);
+}
+
+/* The tether's sites as an N x d array, or nil when none were set. */
+static void push_sites(lua_State *L, const hard_system *s)
+{
+    if (!s->sites) {
+        lua_pushnil(L);
+        return;
+    }
+    carlo_array *a = carlo_array_push(L, CARLO_F64, s->N, s->dim);
+    double *out = (double *)a->data;
+    for (int64_t k = 0; k < s->N; k++)
+        for (int d = 0; d < s->dim; d++)
+            out[k * s->dim + d] = s->sites[3 * k + d];
 }
 
 static int index_field(lua_State *L, carlo_sys *c, const char *k)
@@ -632,6 +709,10 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushnumber(L, s->dlnV);
     else if (strcmp(k, "npt") == 0)
         lua_pushboolean(L, s->npt);
+    else if (strcmp(k, "volume_moves") == 0)
+        lua_pushinteger(L, s->volume_moves);
+    else if (strcmp(k, "sites") == 0)
+        push_sites(L, s);
     else if (strcmp(k, "pressure") == 0) /* an NVT system's; an NPT one's is its control */
         lua_pushnil(L);
     else if (strcmp(k, "cells") == 0)
@@ -664,6 +745,10 @@ static int newindex_field(lua_State *L, carlo_sys *c, const char *k, int v)
         if (!lua_isboolean(L, v))
             return fail(L, "hard: shuffle must be true or false (got %s)", luaL_tolstring(L, v, NULL));
         s->mv.shuffle = lua_toboolean(L, v);
+    } else if (strcmp(k, "volume_moves") == 0) {
+        if (!lua_isinteger(L, v) || hard_set_volume_moves(s, (int)(x < 0 ? 0 : x > 4096 ? 4096 : x)))
+            return fail(L, "hard: volume_moves must be an integer from 1 to 1024 (got %s)",
+                        luaL_tolstring(L, v, NULL));
     } else if (strcmp(k, "dlnV") == 0) {
         if (!isnum || !(x > 0) || x > 1)
             return fail(L, "hard: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, v, NULL));
@@ -713,7 +798,7 @@ static void run_args(lua_State *L, int args, carlo_sys *c, carlo_run_opts *o, co
     o->label = ((hard_system *)c)->dim == 2 ? "hard disks" : "hard spheres";
 }
 
-static const char *const observe_keys[] = {"pressure", "psi6", "rc", "gr", "sdf", NULL};
+static const char *const observe_keys[] = {"pressure", "psi6", "rc", "gr", "sdf", "widom", NULL};
 
 /* Optional { dr =, width =, degree = } / { dx =, xmax =, degree = } tables. */
 static void parse_fit(lua_State *L, int idx, const char *where, const char *key, double *a,
@@ -740,6 +825,7 @@ static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const 
     hard_observe_opt *o = (hard_observe_opt *)opt;
     o->no_pressure = !carlo_arg_bool(L, args, where, "pressure", 1);
     o->psi6 = carlo_arg_bool(L, args, where, "psi6", 0);
+    o->widom = (uint32_t)carlo_arg_int(L, args, where, "widom", 0, 0, 0, (lua_Integer)UINT32_MAX);
     if (o->psi6 && s->dim != 2)
         fail(L, "%s: psi6 is the hexatic order of disks (this system holds spheres)", where);
     o->rc = carlo_arg_num(L, args, where, "rc", 0, 1.4, 0, 0, INFINITY, 0);
@@ -791,13 +877,14 @@ static double reserve(const carlo_sys *c)
 
 static const char *const aliases[] = {"d", "delta", "moves", "moves_per_cell", "P", "pressure",
                                       "V", "volume", NULL};
-static const char *const settable[] = {"delta", "moves_per_cell", "shuffle", "dlnV", "pressure", NULL};
+static const char *const settable[] = {"delta", "moves_per_cell", "shuffle", "dlnV", "volume_moves",
+                                       "pressure", NULL};
 
 static const luaL_Reg methods[] = {
     {"sweep", l_sweep}, {"substep", l_substep}, {"subsweep", l_subsweep},
     {"shift_cells", l_shift_cells}, {"volume_move", l_volume_move}, {"compress", l_compress},
     {"tune", l_tune}, {"psi6", l_psi6}, {"overlaps", l_overlaps}, {"verify", l_verify},
-    {"launch", l_launch}, {NULL, NULL}};
+    {"launch", l_launch}, {"set_sites", l_set_sites}, {"widom", l_widom}, {NULL, NULL}};
 
 const carlo_lua_model hard_lua_model = {
     .ops = &hard_ops_nvt,

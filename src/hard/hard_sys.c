@@ -44,14 +44,14 @@ static int op_counts(carlo_sys *c, carlo_counts *out)
 /* Which values observe writes, in this order: phi, rho, [volume], [P_gr, P_sdf, P_diff, P],
  * [psi6, psi6_local]. */
 typedef struct layout {
-    int volume, pressure, psi6;
+    int volume, pressure, psi6, tether, widom;
 } layout;
 
 static const hard_observe_opt defaults = {0};
 
 static layout layout_of(const hard_system *s, const hard_observe_opt *o)
 {
-    layout l = {s->npt, !o->no_pressure, o->psi6 && s->dim == 2};
+    layout l = {s->npt, !o->no_pressure, o->psi6 && s->dim == 2, s->sites != NULL, o->widom > 0};
     return l;
 }
 
@@ -70,6 +70,14 @@ static double f_compressibility(const double *mu, const carlo_sys *c, int k)
     return (mu[1] - mu[0] * mu[0]) / mu[0];
 }
 
+/* beta mu_ex = -ln P_insert */
+static double f_mu_ex(const double *mu, const carlo_sys *c, int k)
+{
+    (void)c;
+    (void)k;
+    return -log(mu[0]);
+}
+
 static int op_observables(carlo_sys *c, const void *opt, carlo_obs_set *o)
 {
     hard_system *s = SYS(c);
@@ -86,6 +94,12 @@ static int op_observables(carlo_sys *c, const void *opt, carlo_obs_set *o)
     if (l.psi6) {
         carlo_obs_add(o, "psi6");
         carlo_obs_add(o, "psi6_local");
+    }
+    if (l.tether)
+        carlo_obs_add(o, "msd_site");
+    if (l.widom) {
+        const int in[1] = {carlo_obs_add(o, "p_insert")}, pw[1] = {1};
+        carlo_obs_derive(o, "mu_ex", f_mu_ex, 1, in, pw);
     }
     if (iP >= 0 && s->dim == 3) { /* beta P v0, HPMC's Table 1 unit */
         const int in[1] = {iP}, pw[1] = {1};
@@ -132,6 +146,14 @@ static int op_observe(carlo_sys *c, const void *opt, double *v)
         v[k++] = g;
         v[k++] = loc;
     }
+    if (l.tether && hard_tether_msd(s, &v[k++]))
+        return -1;
+    if (l.widom) {
+        uint64_t hits;
+        if (hard_insert_test(s, o->widom, &hits))
+            return -1;
+        v[k++] = (double)hits / (double)o->widom;
+    }
     return 0;
 }
 
@@ -148,8 +170,24 @@ static int set_pressure(carlo_sys *c, double v)
     return hard_set_pressure(SYS(c), v);
 }
 
+static int get_lambda(carlo_sys *c, double *v)
+{
+    *v = SYS(c)->lambda;
+    return 0;
+}
+
+static int set_lambda(carlo_sys *c, double v)
+{
+    return hard_set_lambda(SYS(c), v);
+}
+
+static const carlo_control nvt_controls[] = {
+    {"lambda", 0, INFINITY, 1, 0, get_lambda, set_lambda},
+};
+
 static const carlo_control npt_controls[] = {
     {"pressure", 0, INFINITY, 0, 0, get_pressure, set_pressure},
+    {"lambda", 0, INFINITY, 1, 0, get_lambda, set_lambda},
 };
 
 /* ---------- frames and checkpoints ---------- */
@@ -211,8 +249,8 @@ int hard_checkpoint(hard_system *s, carlo_frame *f)
                             c.tried, c.accepted, c.volume_tried, c.volume_accepted};
     double geom[8] = {s->box.L[0], s->box.L[1], s->box.L[2], s->origin[0], s->origin[1],
                       s->origin[2], s->w_pref, 0};
-    double par[4] = {(double)s->mv.delta, s->pressure, s->dlnV, 0};
-    int32_t flags[4] = {s->mv.moves, s->mv.shuffle, s->npt, 0};
+    double par[4] = {(double)s->mv.delta, s->pressure, s->dlnV, s->lambda};
+    int32_t flags[4] = {s->mv.moves, s->mv.shuffle, s->npt, s->volume_moves};
     int rc = carlo_frame_add_string(f, "carlo/model", "hard") ||
              carlo_frame_add_u64(f, "configuration/step", s->step) ||
              carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
@@ -220,7 +258,9 @@ int hard_checkpoint(hard_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "hard/counters", CARLO_U64, 8, 1, counters) ||
              carlo_frame_add_copy(f, "hard/geometry", CARLO_F64, 8, 1, geom) ||
              carlo_frame_add_copy(f, "hard/params", CARLO_F64, 4, 1, par) ||
-             carlo_frame_add_copy(f, "hard/flags", CARLO_I32, 4, 1, flags);
+             carlo_frame_add_copy(f, "hard/flags", CARLO_I32, 4, 1, flags) ||
+             carlo_frame_add_u64(f, "hard/insert_calls", s->icalls) ||
+             (s->sites && carlo_frame_add_copy(f, "hard/sites", CARLO_F64, (uint64_t)s->N, 3, s->sites));
     if (!rc) {
         uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
         rc = carlo_frame_add_owned(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells, h.pos);
@@ -299,11 +339,37 @@ hard_system *hard_restore(const carlo_frame *f, carlo_device_kind device)
     s->mv.moves = flags[0];
     s->mv.shuffle = flags[1];
     s->npt = flags[2] != 0;
+    s->volume_moves = flags[3] ? flags[3] : 1; /* 0 in checkpoints from before volume_moves */
+    s->lambda = par[3];
+    const uint64_t *icalls = carlo_frame_find(f, "hard/insert_calls")
+                                 ? carlo_frame_expect(f, "hard/insert_calls", CARLO_U64, 1, 1) : NULL;
+    s->icalls = icalls ? *icalls : 0;
     s->ops = s->npt ? &hard_ops_npt : &hard_ops_nvt;
     if (!(s->mv.delta > 0) || s->mv.moves < 1 || s->mv.moves > 4096 || !(s->dlnV > 0) ||
-        !isfinite(s->pressure) || (s->npt && !(s->pressure > 0))) {
-        carlo_seterr("bad move parameters (delta %.9g, moves per cell %d, dlnV %.9g, pressure %.9g)",
-                     (double)s->mv.delta, s->mv.moves, s->dlnV, s->pressure);
+        !isfinite(s->pressure) || (s->npt && !(s->pressure > 0)) || s->volume_moves < 1 ||
+        s->volume_moves > 1024 || !(s->lambda >= 0) || !isfinite(s->lambda) ||
+        (s->npt && s->lambda > 0)) {
+        carlo_seterr("bad move parameters (delta %.9g, moves per cell %d, dlnV %.9g, pressure %.9g, "
+                     "volume moves %d, lambda %.9g)", (double)s->mv.delta, s->mv.moves, s->dlnV,
+                     s->pressure, s->volume_moves, s->lambda);
+        hard_destroy(s);
+        return NULL;
+    }
+    if (carlo_frame_find(f, "hard/sites")) {
+        const double *sites = carlo_frame_expect(f, "hard/sites", CARLO_F64, (uint64_t)s->N, 3);
+        s->sites = sites ? carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "tether sites")
+                         : NULL;
+        if (!s->sites) {
+            hard_destroy(s);
+            return NULL;
+        }
+        memcpy(s->sites, sites, (size_t)s->N * 3 * sizeof(double));
+        if (s->be->sites(s)) {
+            hard_destroy(s);
+            return NULL;
+        }
+    } else if (s->lambda > 0) {
+        carlo_seterr("the checkpoint has the tether on (lambda = %.9g) but no sites", s->lambda);
         hard_destroy(s);
         return NULL;
     }
@@ -361,5 +427,5 @@ static int op_launch_pick(carlo_sys *c, int k)
     .frame = op_frame, .checkpoint = op_checkpoint, .restore = op_restore, .destroy = op_destroy,  \
     .launch_candidates = op_launch_candidates, .launch_pick = op_launch_pick
 
-const carlo_ops hard_ops_nvt = {HARD_OPS};
-const carlo_ops hard_ops_npt = {HARD_OPS, .controls = npt_controls, .ncontrols = 1};
+const carlo_ops hard_ops_nvt = {HARD_OPS, .controls = nvt_controls, .ncontrols = 1};
+const carlo_ops hard_ops_npt = {HARD_OPS, .controls = npt_controls, .ncontrols = 2};

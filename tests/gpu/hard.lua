@@ -68,6 +68,38 @@ local pc = c:sample{ sweeps = 40, every = 4, series = true }
 local pg = g:sample{ sweeps = 40, every = 4, series = true }
 check.ok("gpu/hard/pressure-bitwise", pc.series.P_gr == pg.series.P_gr and pc.series.P_sdf == pg.series.P_sdf)
 
+-- the tether (Frenkel-Ladd): the same doubles decide every move on both sides, from weak to
+-- strong springs and across a change of lambda; the msd and insertion tests agree too
+c, g = pair(carlo.hard_spheres, { N = 4 * 8 * 8 * 8, phi = 1.0409 * math.pi / 6, init = "fcc", seed = 7,
+                                  lambda = 300, delta = 0.05 })
+c:run{ sweeps = 200 }
+g:run{ sweeps = 200 }
+same("gpu/hard/bitwise-spheres-tether", c, g)
+for _, s in ipairs{ c, g } do s.lambda = 2; s.delta = 0.09 end
+c:run{ sweeps = 200 }
+g:run{ sweeps = 200 }
+same("gpu/hard/bitwise-spheres-tether-weak", c, g)
+local mc = c:sample{ sweeps = 20, every = 2, pressure = false, widom = 5000, series = true }
+local mg = g:sample{ sweeps = 20, every = 2, pressure = false, widom = 5000, series = true }
+check.ok("gpu/hard/tether-msd-bitwise", mc.series.msd_site == mg.series.msd_site
+  and mc.series.p_insert == mg.series.p_insert)
+c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex", seed = 8, lambda = 40, delta = 0.1 })
+c:run{ sweeps = 300 }
+g:run{ sweeps = 300 }
+same("gpu/hard/bitwise-disks-tether", c, g)
+-- the tether runs in its own kernel: the launch choice does not reach it
+g:launch{ team = 4 }
+c:run{ sweeps = 50 }
+g:run{ sweeps = 50 }
+same("gpu/hard/bitwise-disks-tether-team", c, g)
+
+-- NPT with several volume moves per sweep
+c, g = pair(carlo.hard_disks, { N = 4096, phi = 0.65, init = "hex", seed = 9, pressure = 7.5, volume_moves = 4 })
+for _, s in ipairs{ c, g } do s.dlnV = 2 / s.N end
+c:run{ sweeps = 100 }
+g:run{ sweeps = 100 }
+same("gpu/hard/bitwise-disks-npt-volume-moves", c, g)
+
 -- the block shape is a tuning knob, not physics
 local a = carlo.hard_disks{ N = 64 * 64, phi = 0.70, init = "hex", seed = 6, device = "gpu", quiet = true }
 local b = carlo.hard_disks{ N = 64 * 64, phi = 0.70, init = "hex", seed = 6, device = "gpu", quiet = true }

@@ -1,6 +1,6 @@
 -- lua/hard: hard disks and spheres through the Lua API: construction and its errors,
 -- invariants after long runs (count, cells, overlaps), the cell-shift stress test, snapshots,
--- checkpoints (bit-identical continuation), psi6, tuning, the ensembles (NVT without a control,
+-- checkpoints (bit-identical continuation), psi6, tuning, the ensembles (NVT with the lambda control,
 -- NPT with the pressure), the observables of the shared sample, the launch choice (benchmarks
 -- only) and the old names that stay one release. Fast cases only; the statistics are in
 -- tests/unit/hard_serial.c and tests/lua/hard_pressure.lua.
@@ -61,7 +61,7 @@ check.raises("lua/hard/err-set", function() s:substep(4) end, "set must be from 
 check.raises("lua/hard/err-moves-per-cell", function() s.moves_per_cell = 1.5 end,
   "moves_per_cell must be an integer", "1.5")
 check.raises("lua/hard/err-read-only", function() s.phi = 0.5 end, "read-only field 'phi'",
-  "settable: delta, moves_per_cell, shuffle, dlnV, pressure")
+  "settable: lambda, delta, moves_per_cell, shuffle, dlnV, volume_moves, pressure")
 check.raises("lua/hard/err-both-delta-and-d", function() disks{ N = 64, phi = 0.5, delta = 0.1, d = 0.1 } end,
   "give delta, not both delta and d")
 
@@ -258,20 +258,22 @@ do
   rd:close()
 end
 
--- ensembles: an NVT system has no control; pressure = p (constructor or field) makes it NPT, with
--- the pressure its one control (range-checked), and pressure = nil makes it NVT again
+-- ensembles: an NVT system's one control is the tether's lambda; pressure = p (constructor or
+-- field) makes it NPT, with the pressure its first control (range-checked), and pressure = nil
+-- makes it NVT again
 do
   local nvt = disks{ N = 64, phi = 0.6, init = "hex", seed = 30 }
-  check.ok("lua/hard/nvt-no-control", #nvt.controls == 0 and nvt.pressure == nil and nvt.npt == false)
+  check.ok("lua/hard/nvt-controls", #nvt.controls == 1 and nvt.controls[1] == "lambda" and nvt.lambda == 0
+    and nvt.pressure == nil and nvt.npt == false)
   nvt.pressure = 8
   check.ok("lua/hard/field-makes-npt", nvt.npt and nvt.pressure == 8 and nvt.controls[1] == "pressure"
-    and #nvt.controls == 1)
+    and #nvt.controls == 2)
   nvt.pressure = 9
   check.eq("lua/hard/pressure-control", nvt.pressure, 9)
   check.raises("lua/hard/pressure-range", function() nvt.pressure = -1 end, "pressure must be",
     "pressure > 0", "got -1")
   nvt.pressure = nil
-  check.ok("lua/hard/nil-makes-nvt", not nvt.npt and nvt.pressure == nil and #nvt.controls == 0)
+  check.ok("lua/hard/nil-makes-nvt", not nvt.npt and nvt.pressure == nil and #nvt.controls == 1)
   local npt = spheres{ N = 256, phi = 0.45, seed = 31, pressure = 5, dlnV = 0.003 }
   check.ok("lua/hard/constructor-npt", npt.npt and npt.pressure == 5 and npt.dlnV == 0.003
     and tostring(npt):find("NPT at pressure = 5", 1, true) ~= nil, tostring(npt))

@@ -55,8 +55,9 @@ static void one(const char *name, int dim, int64_t N, double phi, int npt)
     }
     char ops_name[96];
     snprintf(ops_name, sizeof ops_name, "unit/hard/ops-%s", name);
-    CHECK(ops_name, a->sys.ops == (npt ? &hard_ops_npt : &hard_ops_nvt) && a->sys.ops->ncontrols == npt,
-          "an %s system must have %s", npt ? "NPT" : "NVT", npt ? "the pressure control" : "no control");
+    CHECK(ops_name, a->sys.ops == (npt ? &hard_ops_npt : &hard_ops_nvt) && a->sys.ops->ncontrols == 1 + npt,
+          "an %s system must have %s", npt ? "NPT" : "NVT",
+          npt ? "the pressure and lambda controls" : "the lambda control only");
     carlo_advance(&a->sys, 400);
     carlo_advance(&b->sys, 200);
     carlo_frame f, g;

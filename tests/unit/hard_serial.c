@@ -250,9 +250,9 @@ static void check_list_overflow(int dim)
                     float *list = v == 2 ? NULL : nb;
                     const int cap = v == 0 ? HARD_NB_MAX : 3;
                     acc[v] += dim == 2 ? hard_cell_update(2, HARD_NMAX_2D, 1, &g, d[v].pos, d[v].count, xyz, mv, 5,
-                                                          step * 8 + (uint64_t)set, list, 1, cap, &tried)
+                                                          step * 8 + (uint64_t)set, list, 1, cap, NULL, &tried)
                                        : hard_cell_update(3, HARD_NMAX_3D, 0, &g, d[v].pos, d[v].count, xyz, mv, 5,
-                                                          step * 8 + (uint64_t)set, list, 1, cap, &tried);
+                                                          step * 8 + (uint64_t)set, list, 1, cap, NULL, &tried);
                 }
             }
     const size_t bytes = carlo_cells_pos_len(&g) * sizeof(float);
