@@ -515,6 +515,23 @@ int carlo_run(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *res)
     return rc;
 }
 
+int carlo_observe(carlo_sys *s, const void *opt, double *values)
+{
+#ifdef _OPENMP
+    /* the measurement's parallel loops take the thread count the chunks run with (one thread
+     * until the choice is measured): a small lattice observed between short runs on a busy
+     * machine must not wait in a barrier for a thread the system scheduler parked */
+    if (threads_auto(s)) {
+        const int restore = omp_get_max_threads();
+        omp_set_num_threads(threads_best(&s->threads) ? carlo_threads_all() : 1);
+        const int rc = s->ops->observe(s, opt, values);
+        omp_set_num_threads(restore);
+        return rc;
+    }
+#endif
+    return s->ops->observe(s, opt, values);
+}
+
 int carlo_advance(carlo_sys *s, uint64_t n)
 {
     carlo_run_opts o = {.clock = s->ops->continuous ? CARLO_CLOCK_EVENTS : CARLO_CLOCK_STEP,

@@ -212,6 +212,9 @@ typedef struct carlo_run_result {
 /* Run: Ctrl-C polled between chunks (returns -1, "interrupted", every frame due before it
  * written), a progress line on long runs, hooks and frames at absolute step multiples. */
 int carlo_run(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *res);
+/* ops->observe with the CPU thread count s's chunks run with (carlo_threads_begin's choice,
+ * not measured): what the bindings call to measure. */
+int carlo_observe(carlo_sys *s, const void *opt, double *values);
 /* n more units (or that much time), quiet, nothing else. */
 int carlo_advance(carlo_sys *s, uint64_t n);
 

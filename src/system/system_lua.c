@@ -321,7 +321,7 @@ static int l_observe(lua_State *L)
     observe_setup(L, m, s, 2, where, &c);
     const int R = s->replicas, n = c.set.n;
     double *v = (double *)lua_newuserdatauv(L, sizeof(double) * (size_t)(n ? n * R : 1), 0);
-    if (s->ops->observe(s, c.opt, v))
+    if (carlo_observe(s, c.opt, v))
         return carlo_raise(L, where);
     if (R > 1)
         lua_createtable(L, R, 0);
@@ -499,7 +499,7 @@ static int l_sample(lua_State *L)
                          (double)n * unit, quiet);
     for (size_t j = 0; j < n; j++) {
         carlo_run_result res;
-        if (carlo_run(s, &o, &res) || ops->observe(s, c.opt, now)) {
+        if (carlo_run(s, &o, &res) || carlo_observe(s, c.opt, now)) {
             carlo_progress_end(&pr);
             return carlo_raise(L, where);
         }
