@@ -10,6 +10,7 @@
 #include "core/array.h"
 #include "core/core_lua.h"
 #include "core/device.h"
+#include "fe/fe_lua.h"
 #include "hard/hard_lua.h"
 #include "kmc/kmc_lua.h"
 #include "lj/lj_lua.h"
@@ -32,6 +33,7 @@ static void (*const openers[])(lua_State *L) = {
     hard_lua_open,
     lj_lua_open,
     kmc_lua_open,
+    fe_lua_open,
 };
 
 struct carlo_lua_source {

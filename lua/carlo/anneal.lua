@@ -216,6 +216,7 @@ function carlo.anneal(t)
       if equilibrate > 0 then sys:run{ [unit] = equilibrate, quiet = quiet } end
       s = sys:sample(with_observe({ [unit] = measure, every = every, quiet = quiet }))
       s.step = sys.step
+      if type(s.series) == "table" then s.series.size = sys.N end -- for carlo.mbar
       if log then log_row(log, control, value, sys, s) end
     end
     if s then

@@ -189,11 +189,19 @@ end
 
 -- Sample every replica; returns one table per control value (in the order of the values), each
 -- with the control's value under its name.
+-- With series = true a sample carries the series it was computed from (for carlo.mbar):
+-- { name = { values }, size = N (sites or particles) }.
+local function keep_series(series, sys)
+  local out = { size = sys.N }
+  for name, v in pairs(series) do out[name] = v end
+  return out
+end
+
 function Ensemble:sample(t)
   local where = "ensemble:sample"
   if type(t) ~= "table" then error(where .. ": expects a table", 2) end
   check_keys(t, where, { sweeps = true, events = true, every = true, exchange_every = true,
-                         quiet = true }, 2)
+                         quiet = true, series = true }, 2)
   local unit, n, every_x = amount_of(self, t, where)
   local every = t.every or 1
   if math.type(every) ~= "integer" or every < 1 or n % every ~= 0 or n // every < 2 then
@@ -222,6 +230,7 @@ function Ensemble:sample(t)
       est.tau = est.tau * every
       s[name] = est
     end
+    if t.series then s.series = keep_series(series[k], self.systems[1]) end
     out[k] = s
   end
   return out

@@ -9,4 +9,5 @@ require "carlo.anneal"
 require "carlo.hysteresis"
 require "carlo.ensemble"
 require "carlo.options"
+require "carlo.free_energy"
 return carlo
