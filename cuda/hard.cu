@@ -399,7 +399,7 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
                   : (gather ? subsweep_kernel<3, HARD_NMAX_3D, 0, 1> : subsweep_kernel<3, HARD_NMAX_3D, 0, 0>);
     /* lists of large blocks need more than the default 48 KiB of shared memory per block */
     if (smem > 48 * 1024)
-        CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CK(carlo_smem_raise((const void *)k, smem));
     k<<<grid, block, smem>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr);
     CK(cudaGetLastError());
     return 0;
@@ -563,7 +563,7 @@ int gpu_translation_counts(hard_system *s, uint64_t *tried, uint64_t *accepted)
 
 int gpu_sync(hard_system *s)
 {
-    CK(cudaDeviceSynchronize());
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
     return check_flag(impl(s));
 }
 
