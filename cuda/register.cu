@@ -7,12 +7,14 @@ extern "C" {
 #include "lj/lj_cb.h"
 #include "lj/lj_dec.h"
 #include "potts/potts.h"
+#include "shape/shape.h"
 extern const carlo_gpu_driver carlo_cuda_driver;
 extern const potts_backend potts_cuda_backend;
 extern const hard_backend hard_cuda_backend;
 extern const lj_dec_backend lj_dec_cuda_backend;
 extern const lj_cb_backend lj_cb_cuda_backend;
 extern const kmc_backend kmc_cuda_backend;
+extern const shape_backend shape_cuda_backend;
 }
 
 extern "C" void carlo_register_gpu_backends(void)
@@ -23,4 +25,5 @@ extern "C" void carlo_register_gpu_backends(void)
     lj_dec_gpu_backend = &lj_dec_cuda_backend;
     lj_cb_gpu_backend = &lj_cb_cuda_backend;
     kmc_gpu_backend = &kmc_cuda_backend;
+    shape_gpu_backend = &shape_cuda_backend;
 }

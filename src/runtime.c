@@ -15,6 +15,7 @@
 #include "kmc/kmc_lua.h"
 #include "lj/lj_lua.h"
 #include "potts/potts_lua.h"
+#include "shape/shape_lua.h"
 #include "system/system_lua.h"
 #include "traj/traj_lua.h"
 #include "runtime.h"
@@ -34,6 +35,7 @@ static void (*const openers[])(lua_State *L) = {
     lj_lua_open,
     kmc_lua_open,
     fe_lua_open,
+    shape_lua_open,
 };
 
 struct carlo_lua_source {

@@ -9,5 +9,6 @@ require "carlo.anneal"
 require "carlo.hysteresis"
 require "carlo.ensemble"
 require "carlo.options"
+require "carlo.shapes"
 require "carlo.free_energy"
 return carlo

@@ -1,0 +1,806 @@
+/* shape.c — the hard-shape system on the CPU: the cell grid planned from the circumsphere, the
+ * initial configurations, checkerboard sweeps (MPMC Algorithm 1: shuffled sets, the cell
+ * updates of shape_kernel.h over the active cells with OpenMP, a random cell shift), the
+ * serial reference chain, positions by tag, overlap checks and move-size tuning. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/sys.h"
+#include "shape/shape.h"
+#include "shape/shape_plain.h"
+
+#define PI 3.141592653589793
+
+/* ---------- the grid ---------- */
+
+/* Cells at least one circumdiameter wide (active cells of one set never interact), holding at
+ * most the number of centres that fit: the smaller of two bounds, boxes whose diagonal is below
+ * the indiameter (two centres in one box would overlap) and the volume of the cell grown by R
+ * on every side over the particle volume. */
+static int plan(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1)
+{
+    const double w_min = 2.0 * s->R * (1.0 + 1e-6);
+    const int naux = shape_naux(b->dim);
+    if (carlo_cells_plan(g, b, w_min, INFINITY, w_min, 1, naux))
+        return -1;
+    double by_boxes = 1, by_volume = 1;
+    for (int a = 0; a < b->dim; a++) {
+        by_boxes *= floor(g->width[a] * sqrt((double)b->dim) / (2.0 * s->r_in)) + 1;
+        by_volume *= g->width[a] + 2.0 * s->R;
+    }
+    by_volume = floor(by_volume / v1);
+    double n = fmin(by_boxes, by_volume);
+    int nmax = n > CARLO_CELL_NMAX_LIMIT ? CARLO_CELL_NMAX_LIMIT : (int)(n < 1 ? 1 : n);
+    return carlo_cells_plan(g, b, w_min, INFINITY, w_min, nmax, naux);
+}
+
+shape_system *shape_alloc(const shape_params *p)
+{
+    carlo_cell_grid g;
+    if (plan(&g, &p->box, p->shape, p->volume1))
+        return NULL;
+    shape_system *s = carlo_calloc(1, sizeof *s, "a hard-shape system");
+    if (!s)
+        return NULL;
+    s->ops = &shape_ops;
+    s->replicas = 1;
+    s->dim = p->shape->dim;
+    s->N = p->N;
+    s->shape = *p->shape;
+    s->volume1 = p->volume1;
+    s->what = p->what;
+    s->box = carlo_cells_box(&g);
+    s->grid = g;
+    s->seed = p->seed;
+    s->device = CARLO_CPU;
+    s->serial = p->serial;
+    if (p->device == CARLO_GPU) {
+        if (!shape_gpu_backend || p->serial) {
+            carlo_seterr(p->serial ? "the serial reference runs on the CPU only"
+                                   : "this carlo was built without CUDA");
+            free(s);
+            return NULL;
+        }
+        s->device = CARLO_GPU;
+        s->be = shape_gpu_backend;
+    }
+    s->mv.moves = p->moves_per_cell;
+    if (shape_set_moves(s, p->delta, p->rotate)) {
+        free(s);
+        return NULL;
+    }
+    if (s->serial) {
+        s->x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+        s->ori = s->x ? carlo_malloc(carlo_mulsize((size_t)s->N, 4 * sizeof(uint32_t)), "orientations") : NULL;
+        if (!s->ori) {
+            shape_destroy(s);
+            return NULL;
+        }
+    } else if (carlo_cell_data_alloc(&s->grid, &s->cur) || carlo_cell_data_alloc(&s->grid, &s->spare) ||
+               (s->be && s->be->create(s))) {
+        shape_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+const shape_backend *shape_gpu_backend;
+
+static int gpu_failed(shape_system *s)
+{
+    s->dead = 1;
+    return -1;
+}
+
+/* The host copy of the cells brought up to date (GPU systems). */
+int shape_fetch(shape_system *s)
+{
+    if (carlo_sys_alive(&s->sys))
+        return -1;
+    if (s->be && s->be->download(s, &s->cur))
+        return gpu_failed(s);
+    return 0;
+}
+
+/* The host copy handed to the device (GPU systems). */
+int shape_push(shape_system *s)
+{
+    if (s->be && s->be->upload(s, &s->cur))
+        return gpu_failed(s);
+    return 0;
+}
+
+int shape_counts(shape_system *s, uint64_t c[4])
+{
+    memcpy(c, s->cnt, sizeof s->cnt);
+    if (s->be) {
+        uint64_t d[4];
+        if (carlo_sys_alive(&s->sys))
+            return -1;
+        if (s->be->counts(s, d))
+            return gpu_failed(s);
+        for (int k = 0; k < 4; k++)
+            c[k] += d[k];
+    }
+    return 0;
+}
+
+void shape_destroy(shape_system *s)
+{
+    if (!s)
+        return;
+    if (s->be && s->impl)
+        s->be->destroy(s);
+    carlo_cell_data_free(&s->cur);
+    carlo_cell_data_free(&s->spare);
+    free(s->x);
+    free(s->ori);
+    free(s);
+}
+
+int shape_set_moves(shape_system *s, double delta, double rotate)
+{
+    double wmin = s->grid.width[0];
+    for (int a = 1; a < s->dim; a++)
+        wmin = fmin(wmin, s->grid.width[a]);
+    if (!(delta > 0) || delta > wmin)
+        return carlo_seterr("delta must be in (0, %g] (a cell width; got %g)", wmin, delta);
+    if (!(rotate > 0) || rotate > SHAPE_ROTATE_MAX)
+        return carlo_seterr("rotate must be in (0, pi] (got %g)", rotate);
+    s->mv.delta = (float)delta;
+    s->mv.rotate = rotate;
+    s->mv.turn = (uint32_t)floor(rotate / (2 * PI) * 4294967296.0);
+    if (s->mv.turn > 0x7fffffffu)
+        s->mv.turn = 0x7fffffffu;
+    if (s->mv.turn == 0)
+        s->mv.turn = 1;
+    return 0;
+}
+
+/* ---------- placing particles ---------- */
+
+static void wrap_box(const carlo_box *b, int dim, double *x)
+{
+    for (int a = 0; a < dim; a++) {
+        double L = b->L[a], v = x[a] + 0.5 * L;
+        v -= floor(v / L) * L;
+        if (v >= L)
+            v = 0;
+        x[a] = v - 0.5 * L;
+    }
+}
+
+static int refuse(int64_t count, const int64_t *pairs, const char *how)
+{
+    char list[200];
+    size_t len = 0;
+    list[0] = 0;
+    for (int64_t k = 0; k < count && k < 5; k++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s(%lld, %lld)", k ? ", " : "",
+                                (long long)pairs[2 * k] + 1, (long long)pairs[2 * k + 1] + 1);
+    return carlo_seterr("the initial configuration has %lld overlapping pair%s%s: %s%s", (long long)count,
+                        count == 1 ? "" : "s", how, list, count > 5 ? ", ..." : "");
+}
+
+/* Positions (box coordinates) and orientations into the system: the cells, or the serial
+ * reference's arrays; refused when a pair overlaps (as the kernels see it: the float cell
+ * coordinates). */
+static int place(shape_system *s, const double *x, const uint32_t *ori)
+{
+    int64_t N = s->N, count = 0, pairs[10];
+    const int naux = s->grid.naux, dim = s->dim;
+    double *r = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
+    uint32_t *aux = r ? carlo_malloc(carlo_mulsize((size_t)N, (size_t)naux * sizeof(uint32_t)), "words") : NULL;
+    int rc = -1;
+    if (!aux)
+        goto out;
+    for (int64_t k = 0; k < N; k++) {
+        for (int a = 0; a < 3; a++)
+            r[3 * k + a] = a < dim ? x[3 * k + a] : 0.0;
+        wrap_box(&s->box, dim, r + 3 * k);
+    }
+    if (shape_overlaps_of(&s->shape, &s->box, N, r, ori, &count, pairs, 5))
+        goto out;
+    if (count) {
+        refuse(count, pairs, "");
+        goto out;
+    }
+    if (s->serial) {
+        memcpy(s->x, r, sizeof(double) * 3 * (size_t)N);
+        memcpy(s->ori, ori, sizeof(uint32_t) * 4 * (size_t)N);
+        rc = 0;
+        goto out;
+    }
+    for (int64_t k = 0; k < N; k++) {
+        for (int a = 0; a < dim; a++)
+            r[3 * k + a] += 0.5 * s->box.L[a];
+        aux[(size_t)k * (size_t)naux] = (uint32_t)k;
+        for (int w = 1; w < naux; w++)
+            aux[(size_t)k * (size_t)naux + (size_t)w] = ori[4 * k + w - 1];
+    }
+    carlo_cell_data_clear(&s->grid, &s->cur);
+    if (carlo_cells_fill(&s->grid, &s->cur, N, r, aux) || shape_push(s))
+        goto out;
+    s->origin[0] = s->origin[1] = s->origin[2] = 0;
+    if (shape_state(s, r, NULL) == 0) { /* the float frames, as the kernels see them */
+        int64_t c2 = 0;
+        free(aux);
+        aux = carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations");
+        if (aux && shape_state(s, NULL, aux) == 0 &&
+            shape_overlaps_of(&s->shape, &s->box, N, r, aux, &c2, pairs, 5) == 0) {
+            rc = c2 ? refuse(c2, pairs, " in single precision (closer by rounding)") : 0;
+        }
+    }
+out:
+    free(r);
+    free(aux);
+    return rc;
+}
+
+/* A uniformly random orientation. */
+static void random_orient(int dim, uint64_t seed, uint64_t k, uint32_t attempt, uint32_t o[4])
+{
+    carlo_u32x4 r = carlo_rng(seed, SHAPE_PURPOSE_INIT, k, attempt, 2);
+    if (dim == 2) {
+        o[0] = r.v[0];
+        o[1] = o[2] = o[3] = 0;
+        return;
+    }
+    carlo_u32x4 r2 = carlo_rng(seed, SHAPE_PURPOSE_INIT, k, attempt, 3);
+    double q[4];
+    carlo_normal2(r, &q[0], &q[1]);
+    carlo_normal2(r2, &q[2], &q[3]);
+    if (shape_orient_words(3, q, o))
+        shape_orient_identity(3, o);
+}
+
+/* Random sequential addition: each particle drawn (position and orientation) until it
+ * overlaps none placed before it. */
+static int random_start(shape_system *s, double *x, uint32_t *ori)
+{
+    shape_plain pl;
+    if (shape_plain_init(&pl, &s->box, s->N, 2.0 * s->shape.R, x))
+        return -1;
+    int rc = 0;
+    for (int64_t k = 0; k < s->N && rc == 0; k++) {
+        uint32_t attempt = 0;
+        for (;; attempt++) {
+            if (attempt >= 100000 || carlo_interrupted) {
+                rc = carlo_seterr("the random start found no room for particle %lld of %lld (give "
+                                  "a lower density, or a lattice start: init = \"%s\")", (long long)k + 1,
+                                  (long long)s->N, s->dim == 2 ? "hex" : "sc");
+                break;
+            }
+            carlo_u32x4 r = carlo_rng(s->seed, SHAPE_PURPOSE_INIT, k, attempt, 0);
+            carlo_u32x4 q = carlo_rng(s->seed, SHAPE_PURPOSE_INIT, k, attempt, 1);
+            double f[3] = {carlo_u01(r.v[0], r.v[1]), carlo_u01(r.v[2], r.v[3]), carlo_u01(q.v[0], q.v[1])};
+            for (int a = 0; a < 3; a++)
+                x[3 * k + a] = a < s->dim ? (f[a] - 0.5) * s->box.L[a] : 0.0;
+            random_orient(s->dim, s->seed, (uint64_t)k, attempt, ori + 4 * k);
+            if (!shape_plain_hits(&pl, &s->shape, x + 3 * k, ori + 4 * k, ori, -1))
+                break;
+        }
+        if (rc == 0)
+            shape_plain_insert(&pl, k);
+    }
+    shape_plain_free(&pl);
+    return rc;
+}
+
+/* Circumspheres on a lattice stretched to the box (hexagonal rows in 2D, simple cubic in 3D),
+ * the first N sites taken, every particle at the identity orientation. */
+static void lattice_start(shape_system *s, double *x, uint32_t *ori)
+{
+    const int dim = s->dim;
+    int64_t n[3] = {1, 1, 1};
+    if (dim == 2) {
+        n[1] = 2 * (int64_t)floor(sqrt((double)s->N * 0.8660254037844386) / 2 + 0.5);
+        if (n[1] < 2)
+            n[1] = 2;
+        n[0] = (s->N + n[1] - 1) / n[1];
+    } else {
+        int64_t m = (int64_t)ceil(cbrt((double)s->N) - 1e-9);
+        n[0] = n[1] = n[2] = m;
+    }
+    for (int64_t k = 0; k < s->N; k++) {
+        int64_t i = k % n[0], j = (k / n[0]) % n[1], l = k / (n[0] * n[1]);
+        double f[3] = {(double)i + 0.25, (double)j + 0.25, (double)l + 0.25};
+        if (dim == 2)
+            f[0] += 0.5 * (double)(j & 1);
+        for (int a = 0; a < 3; a++)
+            x[3 * k + a] = a < dim ? f[a] / (double)n[a] * s->box.L[a] - 0.5 * s->box.L[a] : 0.0;
+        shape_orient_identity(dim, ori + 4 * k);
+    }
+}
+
+int64_t shape_bcc_n(int64_t N)
+{
+    int64_t n = (int64_t)llround(cbrt((double)N / 2.0));
+    return n >= 1 && 2 * n * n * n == N ? n : 0;
+}
+
+/* Body-centred cubic: n^3 cubes of two sites each, every particle at the identity (truncated
+ * octahedra tile space so). */
+static void bcc_start(shape_system *s, double *x, uint32_t *ori)
+{
+    const int64_t n = shape_bcc_n(s->N);
+    for (int64_t k = 0; k < s->N; k++) {
+        int64_t c = k / 2, i = c % n, j = (c / n) % n, l = c / (n * n);
+        double h = (k & 1) ? 0.5 : 0.0, f[3] = {(double)i + h + 0.25, (double)j + h + 0.25, (double)l + h + 0.25};
+        for (int a = 0; a < 3; a++)
+            x[3 * k + a] = f[a] / (double)n * s->box.L[a] - 0.5 * s->box.L[a];
+        shape_orient_identity(3, ori + 4 * k);
+    }
+}
+
+/* The box a lattice start needs for N at packing fraction phi: hexagonal rows whose spacing
+ * holds phi (2D), a cube (3D). */
+void shape_lattice_box(int dim, int64_t N, double v1, double phi, carlo_box *b)
+{
+    double L[3] = {0, 0, 0};
+    if (dim == 2) {
+        int64_t ny = 2 * (int64_t)floor(sqrt((double)N * 0.8660254037844386) / 2 + 0.5);
+        if (ny < 2)
+            ny = 2;
+        int64_t nx = (N + ny - 1) / ny;
+        double a = sqrt((double)N * v1 / phi / ((double)nx * (double)ny * 0.8660254037844386));
+        L[0] = a * (double)nx;
+        L[1] = a * 0.8660254037844386 * (double)ny;
+    } else {
+        L[0] = L[1] = L[2] = cbrt((double)N * v1 / phi);
+    }
+    *b = carlo_box_make(dim, L);
+}
+
+shape_system *shape_create(const shape_params *p)
+{
+    if (p->N < 1 || p->N > SHAPE_N_MAX) {
+        carlo_seterr("N must be an integer from 1 to %lld (got %lld)", (long long)SHAPE_N_MAX, (long long)p->N);
+        return NULL;
+    }
+    shape_system *s = shape_alloc(p);
+    if (!s)
+        return NULL;
+    double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+    uint32_t *ori = x ? carlo_calloc((size_t)s->N * 4, sizeof(uint32_t), "orientations") : NULL;
+    int rc = -1;
+    if (ori) {
+        if (p->init == SHAPE_INIT_GIVEN) {
+            memcpy(x, p->positions, sizeof(double) * 3 * (size_t)s->N);
+            memcpy(ori, p->orients, sizeof(uint32_t) * 4 * (size_t)s->N);
+            rc = 0;
+        } else if (p->init == SHAPE_INIT_LATTICE) {
+            lattice_start(s, x, ori);
+            rc = 0;
+        } else if (p->init == SHAPE_INIT_BCC) {
+            rc = s->dim == 3 && shape_bcc_n(s->N) ? 0
+                                                  : carlo_seterr("a bcc start needs N = 2 n^3 in 3D (got N = %lld)",
+                                                                 (long long)s->N);
+            if (rc == 0)
+                bcc_start(s, x, ori);
+        } else {
+            rc = random_start(s, x, ori);
+        }
+        if (rc == 0)
+            rc = place(s, x, ori);
+    }
+    free(x);
+    free(ori);
+    if (rc) {
+        shape_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---------- sweeps ---------- */
+
+int shape_subsweep(shape_system *s, int set)
+{
+    if (s->serial)
+        return carlo_seterr("the serial reference has no checkerboard sets");
+    if (set < 0 || set >= (1 << s->dim))
+        return carlo_seterr("the set must be from 0 to %d (got %d)", (1 << s->dim) - 1, set);
+    if (carlo_sys_alive(&s->sys))
+        return -1;
+    if (s->be) {
+        if (s->be->subsweep(s, set, s->substeps))
+            return gpu_failed(s);
+        s->substeps++;
+        return 0;
+    }
+    const carlo_cell_grid g = s->grid;
+    const int64_t n = carlo_cell_set_size(&g);
+    const shape_moves mv = s->mv;
+    const uint64_t seed = s->seed, step = s->substeps;
+    const shape_def *sh = &s->shape;
+    float *pos = s->cur.pos;
+    uint32_t *aux = s->cur.aux;
+    const uint32_t *count = s->cur.count;
+    uint64_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+#pragma omp parallel for schedule(dynamic, 16) reduction(+ : t0, t1, t2, t3) if (n > 64)
+    for (int64_t t = 0; t < n; t++) {
+        int xyz[3];
+        uint64_t c[4] = {0, 0, 0, 0};
+        carlo_cell_active(&g, set, t, xyz);
+        shape_cell_update(sh, &g, pos, aux, count, xyz, mv, seed, step, c);
+        t0 += c[0];
+        t1 += c[1];
+        t2 += c[2];
+        t3 += c[3];
+    }
+    s->cnt[0] += t0;
+    s->cnt[1] += t1;
+    s->cnt[2] += t2;
+    s->cnt[3] += t3;
+    s->substeps++;
+    return 0;
+}
+
+int shape_shift_cells(shape_system *s)
+{
+    if (s->serial)
+        return carlo_seterr("the serial reference has no cells");
+    if (carlo_sys_alive(&s->sys))
+        return -1;
+    carlo_cell_shift sh = carlo_cells_shift_draw(&s->grid, s->seed, SHAPE_PURPOSE_SHIFT, s->sweeps);
+    if (s->be) {
+        if (s->be->shift(s, sh))
+            return gpu_failed(s);
+    } else {
+        if (carlo_cells_shift_host(&s->grid, &s->cur, &s->spare, sh))
+            return -1;
+        carlo_cell_data t = s->cur;
+        s->cur = s->spare;
+        s->spare = t;
+    }
+    double L = s->box.L[sh.axis], o = s->origin[sh.axis] + sh.dir * (double)sh.d;
+    s->origin[sh.axis] = o - floor(o / L) * L;
+    s->sweeps++;
+    return 0;
+}
+
+/* One move of the serial reference: a particle drawn uniformly from all N, translated or
+ * rotated as the cell update does (translations not rounded to the cell quantum), checked
+ * against every other particle (minimum image). */
+static void serial_move(shape_system *s, uint64_t k)
+{
+    const int dim = s->dim;
+    const carlo_u32x4 r0 = carlo_rng(s->seed, SHAPE_PURPOSE_SERIAL, s->sweeps, (uint32_t)k, 0);
+    const carlo_u32x4 r1 = carlo_rng(s->seed, SHAPE_PURPOSE_SERIAL, s->sweeps, (uint32_t)k, 1);
+    const int64_t i = (int64_t)carlo_below(s->seed, SHAPE_PURPOSE_SERIAL, s->sweeps, (uint32_t)k, 2,
+                                           (uint32_t)s->N);
+    const int rotation = (int)(r0.v[1] >> 31);
+    double t[3];
+    uint32_t o[4];
+    memcpy(t, s->x + 3 * i, sizeof t);
+    memcpy(o, s->ori + 4 * i, sizeof o);
+    const float u[3] = {shape_sym_unit(r0.v[2]), shape_sym_unit(r0.v[3]), shape_sym_unit(r1.v[0])};
+    if (rotation) {
+        if (dim == 2) {
+            uint32_t k2 = carlo_below(s->seed, SHAPE_PURPOSE_SERIAL, s->sweeps, (uint32_t)k, 3,
+                                      2u * s->mv.turn + 1u);
+            o[0] += k2 - s->mv.turn;
+        } else {
+            uint32_t q[4];
+            memcpy(q, o, sizeof q);
+            shape_quat_turn(q, s->mv.rotate, u, o);
+        }
+        s->cnt[2]++;
+    } else {
+        for (int a = 0; a < dim; a++)
+            t[a] += (double)s->mv.delta * (double)u[a];
+        wrap_box(&s->box, dim, t);
+        s->cnt[0]++;
+    }
+    shape_rot rt;
+    shape_rot_of(dim, o, &rt);
+    const double R2 = 4.0 * s->shape.R * s->shape.R;
+    for (int64_t j = 0; j < s->N; j++) {
+        if (j == i)
+            continue;
+        double d[3] = {0, 0, 0};
+        for (int a = 0; a < dim; a++) {
+            d[a] = s->x[3 * j + a] - t[a];
+            d[a] -= s->box.L[a] * rint(d[a] / s->box.L[a]);
+        }
+        if (!(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < R2))
+            continue;
+        shape_rot rj;
+        shape_rot_of(dim, s->ori + 4 * j, &rj);
+        if (shape_overlap(&s->shape, &rt, &s->shape, &rj, d))
+            return;
+    }
+    memcpy(s->x + 3 * i, t, sizeof t);
+    memcpy(s->ori + 4 * i, o, sizeof o);
+    s->cnt[rotation ? 3 : 1]++;
+}
+
+int shape_sweep(shape_system *s)
+{
+    if (s->serial) {
+        for (int64_t k = 0; k < s->N; k++)
+            serial_move(s, (uint64_t)k);
+        s->sweeps++;
+        s->step++;
+        return 0;
+    }
+    int order[8];
+    carlo_cells_set_order(s->dim, s->seed, SHAPE_PURPOSE_SETS, s->sweeps, order);
+    for (int k = 0; k < (1 << s->dim); k++)
+        if (shape_subsweep(s, order[k]))
+            return -1;
+    if (shape_shift_cells(s))
+        return -1;
+    s->step++;
+    return 0;
+}
+
+/* ---------- state ---------- */
+
+int shape_state(shape_system *s, double *x, uint32_t *ori)
+{
+    const int64_t N = s->N;
+    if (s->serial) {
+        if (x)
+            memcpy(x, s->x, sizeof(double) * 3 * (size_t)N);
+        if (ori)
+            memcpy(ori, s->ori, sizeof(uint32_t) * 4 * (size_t)N);
+        return 0;
+    }
+    if (shape_fetch(s))
+        return -1;
+    const int naux = s->grid.naux;
+    double *r = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
+    uint32_t *aux = r ? carlo_malloc(carlo_mulsize((size_t)N, (size_t)naux * sizeof(uint32_t)), "words") : NULL;
+    if (!aux) {
+        free(r);
+        return -1;
+    }
+    unsigned char *seen = carlo_calloc((size_t)N, 1, "tags");
+    int64_t n = seen ? carlo_cells_extract(&s->grid, &s->cur, r, aux) : 0;
+    int rc = seen ? 0 : -1;
+    for (int64_t k = 0; k < n && rc == 0; k++) {
+        uint32_t tag = aux[(size_t)k * (size_t)naux];
+        if (tag >= (uint32_t)N || seen[tag]) {
+            rc = carlo_seterr("a particle carries tag %u of %lld (twice, or out of range)", tag, (long long)N);
+            break;
+        }
+        seen[tag] = 1;
+        if (x) {
+            for (int a = 0; a < 3; a++) {
+                double v = a < s->dim ? r[3 * k + a] + s->origin[a] : 0.0;
+                if (a < s->dim)
+                    v = v - floor(v / s->box.L[a]) * s->box.L[a] - 0.5 * s->box.L[a];
+                x[3 * (int64_t)tag + a] = v;
+            }
+        }
+        if (ori)
+            for (int w = 0; w < 4; w++)
+                ori[4 * (int64_t)tag + w] = w + 1 < naux ? aux[(size_t)k * (size_t)naux + (size_t)w + 1] : 0u;
+    }
+    if (n != N && rc == 0)
+        rc = carlo_seterr("the cells hold %lld particles, not %lld", (long long)n, (long long)N);
+    free(seen);
+    free(r);
+    free(aux);
+    return rc;
+}
+
+void shape_orient_values(int dim, const uint32_t o[4], double out[4])
+{
+    if (dim == 2) {
+        out[0] = (double)o[0] * (2 * PI / 4294967296.0);
+        out[1] = out[2] = out[3] = 0;
+        return;
+    }
+    for (int k = 0; k < 4; k++)
+        out[k] = (double)shape_word_float(o[k]);
+}
+
+int shape_orient_words(int dim, const double in[4], uint32_t o[4])
+{
+    if (dim == 2) {
+        double t = in[0] / (2 * PI);
+        t -= floor(t);
+        double k = rint(t * 4294967296.0);
+        o[0] = k >= 4294967296.0 ? 0u : (uint32_t)k;
+        o[1] = o[2] = o[3] = 0;
+        return 0;
+    }
+    double l = sqrt(in[0] * in[0] + in[1] * in[1] + in[2] * in[2] + in[3] * in[3]);
+    if (!(l > 0) || !isfinite(l))
+        return carlo_seterr("a quaternion must be finite and not 0");
+    for (int k = 0; k < 4; k++)
+        o[k] = shape_float_word((float)(in[k] / l));
+    return 0;
+}
+
+/* ---------- checks ---------- */
+
+int shape_overlaps_of(const shape_def *sh, const carlo_box *b, int64_t N, const double *x,
+                      const uint32_t *ori, int64_t *count, int64_t *pairs, int64_t max)
+{
+    shape_plain pl;
+    if (shape_plain_init(&pl, b, N, 2.0 * sh->R, x))
+        return -1;
+    *count = 0;
+    for (int64_t k = 0; k < N; k++) {
+        if ((k & 1023) == 0 && carlo_interrupted) {
+            shape_plain_free(&pl);
+            return carlo_seterr("interrupted");
+        }
+        int64_t hits[8];
+        int64_t n = shape_plain_list(&pl, sh, x + 3 * k, ori + 4 * k, ori, k, hits, 8);
+        for (int64_t h = 0; h < n && h < 8; h++) { /* each pair once: j listed before k */
+            if (*count < max) {
+                pairs[2 * *count] = k;
+                pairs[2 * *count + 1] = hits[h];
+            }
+            (*count)++;
+        }
+        if (n > 8)
+            *count += n - 8;
+        shape_plain_insert(&pl, k);
+    }
+    shape_plain_free(&pl);
+    return 0;
+}
+
+int shape_verify(shape_system *s)
+{
+    if (!s->serial && (shape_fetch(s) || carlo_cells_verify(&s->grid, &s->cur, s->N)))
+        return -1;
+    double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+    uint32_t *o = x ? carlo_malloc(carlo_mulsize((size_t)s->N, 4 * sizeof(uint32_t)), "orientations") : NULL;
+    int rc = -1;
+    if (o && shape_state(s, x, o) == 0) { /* N particles, tags a permutation */
+        int64_t count, pairs[2];
+        rc = 0;
+        if (shape_overlaps_of(&s->shape, &s->box, s->N, x, o, &count, pairs, 1))
+            rc = -1;
+        else if (count)
+            rc = carlo_seterr("%lld overlapping pairs, the first (%lld, %lld)", (long long)count,
+                              (long long)pairs[0] + 1, (long long)pairs[1] + 1);
+    }
+    free(x);
+    free(o);
+    return rc;
+}
+
+/* ---------- compression ---------- */
+
+/* Re-plan the grid for box nb (storage reallocated when its shape changes; a GPU system's
+ * device storage too, its counts kept). The particles are placed afterwards. */
+static int set_box(shape_system *s, const carlo_box *nb)
+{
+    carlo_cell_grid g;
+    if (plan(&g, nb, &s->shape, s->volume1))
+        return -1;
+    if (!s->serial && (g.ncells != s->grid.ncells || g.nmax != s->grid.nmax)) {
+        if (s->be) {
+            uint64_t c[4];
+            if (shape_counts(s, c))
+                return -1;
+            memcpy(s->cnt, c, sizeof c);
+            s->be->destroy(s);
+        }
+        carlo_cell_data_free(&s->cur);
+        carlo_cell_data_free(&s->spare);
+        s->grid = g;
+        if (carlo_cell_data_alloc(&g, &s->cur) || carlo_cell_data_alloc(&g, &s->spare))
+            return -1;
+        if (s->be && s->be->create(s))
+            return gpu_failed(s);
+    }
+    s->grid = g;
+    s->box = carlo_cells_box(&g);
+    double wmin = g.width[0];
+    for (int a = 1; a < s->dim; a++)
+        wmin = fmin(wmin, g.width[a]);
+    if ((double)s->mv.delta > wmin)
+        s->mv.delta = (float)wmin;
+    return 0;
+}
+
+int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_sweeps)
+{
+    if (!(phi > 0) || !(phi < 1) || between < 1)
+        return carlo_seterr("compress needs phi in (0, 1) and sweeps_between >= 1 (got %g, %llu)", phi,
+                            (unsigned long long)between);
+    const int64_t N = s->N;
+    double *x = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
+    double *y = x ? carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions") : NULL;
+    uint32_t *o = y ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations") : NULL;
+    double step = 0.01;
+    uint64_t done = 0;
+    int rc = o ? 0 : -1;
+    while (rc == 0) {
+        const double now = (double)N * s->volume1 / carlo_box_volume(&s->box);
+        if (now >= phi * (1 - 1e-6))
+            break;
+        if (carlo_interrupted) {
+            rc = carlo_seterr("interrupted");
+            break;
+        }
+        if (max_sweeps && done >= max_sweeps) {
+            rc = carlo_seterr("compress: phi = %.6f after %llu sweeps, not yet %.6f (give more max_sweeps)",
+                              now, (unsigned long long)done, phi);
+            break;
+        }
+        if (carlo_advance(&s->sys, between) || shape_state(s, x, o)) {
+            rc = -1;
+            break;
+        }
+        done += between;
+        const double lam = fmax(pow(now / phi, 1.0 / s->dim), 1.0 - step);
+        carlo_box nb = s->box, old = s->box;
+        for (int a = 0; a < s->dim; a++)
+            nb.L[a] = s->box.L[a] * lam;
+        for (int64_t k = 0; k < 3 * N; k++)
+            y[k] = x[k] * lam;
+        int64_t count = 0, pairs[2];
+        if (shape_overlaps_of(&s->shape, &nb, N, y, o, &count, pairs, 1)) {
+            rc = -1;
+            break;
+        }
+        if (count == 0 && set_box(s, &nb) == 0 && place(s, y, o) == 0) {
+            step = fmin(1.5 * step, 0.05);
+            continue;
+        }
+        if (count == 0 && (set_box(s, &old) || place(s, x, o))) { /* refused in floats: back */
+            rc = -1;
+            break;
+        }
+        step *= 0.5;
+        if (step < 1e-9)
+            rc = carlo_seterr("compress: jammed at phi = %.6f (target %.6f)", now, phi);
+    }
+    free(x);
+    free(y);
+    free(o);
+    return rc;
+}
+
+/* ---------- tuning ---------- */
+
+static double retune(double size, double acc, double target, double lo, double hi)
+{
+    double f = acc / target;
+    f = f < 0.5 ? 0.5 : (f > 1.5 ? 1.5 : f);
+    double v = size * f;
+    return v > hi ? hi : (v < lo ? lo : v);
+}
+
+int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, double *acc_t, double *acc_r)
+{
+    if (!(target > 0 && target < 1) || rounds < 1 || sweeps < 1)
+        return carlo_seterr("tuning needs a target in (0, 1), rounds >= 1 and sweeps >= 1 (got %g, %d, %llu)",
+                            target, rounds, (unsigned long long)sweeps);
+    double wmin = s->grid.width[0];
+    for (int a = 1; a < s->dim; a++)
+        wmin = fmin(wmin, s->grid.width[a]);
+    *acc_t = *acc_r = NAN;
+    for (int r = 0; r < rounds; r++) {
+        uint64_t c0[4], c1[4];
+        if (shape_counts(s, c0) || carlo_advance(&s->sys, sweeps) || shape_counts(s, c1))
+            return -1;
+        uint64_t tt = c1[0] - c0[0], ta = c1[1] - c0[1], rt = c1[2] - c0[2], ra = c1[3] - c0[3];
+        double d = s->mv.delta, rot = s->mv.rotate;
+        if (tt) {
+            *acc_t = (double)ta / (double)tt;
+            d = retune(d, *acc_t, target, 1e-6, wmin);
+        }
+        if (rt) {
+            *acc_r = (double)ra / (double)rt;
+            rot = retune(rot, *acc_r, target, 1e-6, SHAPE_ROTATE_MAX);
+        }
+        if (shape_set_moves(s, d, rot))
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,178 @@
+/* shape.h — hard convex shapes (polygons, spheropolygons, polyhedra, spheropolyhedra, ellipses,
+ * ellipsoids) at k_B T = 1, simulated with checkerboard Metropolis Monte Carlo of translations
+ * and rotations (HPMC, Anderson et al. 2016) on the shared cell grid (core/cells.h), in NVT,
+ * on the CPU; and the serial reference chain (one random particle per move) for tests.
+ *
+ * Particles live in the cells with float coordinates local to their cell, as the hard disks
+ * do; each carries its tag (word 0) and its orientation (words 1.., shape_kernel.h). A
+ * position is origin + (cell * width + u), wrapped into the box; origin follows the cell
+ * shifts. Lengths in the unit of the vertices; orthorhombic boxes only. */
+#ifndef CARLO_SHAPE_H
+#define CARLO_SHAPE_H
+
+#include <stdint.h>
+
+#include "core/box.h"
+#include "core/cells.h"
+#include "core/frame.h"
+#include "core/sys.h"
+#include "shape/shape_kernel.h"
+
+#define SHAPE_N_MAX ((int64_t)1 << 28)
+
+/* ---------- shape geometry (host) ---------- */
+
+/* A polygon (dim 2) or polyhedron (dim 3): the convex hull of nv points (nv x 3 doubles, z
+ * ignored in 2D), swept by a disk / ball of radius sweep >= 0. The body frame is moved to the
+ * hull's centroid (*shift, when not NULL, gets the centroid in the given frame); R, r_in and
+ * the volume (area in 2D; the swept volume by Steiner's formula) are computed from the hull.
+ * Returns 0, or -1 with a message (too few points, all on a line or plane, more than
+ * SHAPE_VMAX). */
+int shape_make_poly(shape_def *s, int dim, int nv, const double *v, double sweep, double *volume,
+                    double shift[3]);
+/* An ellipse (dim 2, axes[0..1]) or ellipsoid (dim 3). */
+int shape_make_ellipsoid(shape_def *s, int dim, const double axes[3], double *volume);
+
+/* ---------- the system ---------- */
+
+typedef struct shape_system {
+    CARLO_SYS_HEADER;       /* seed, step (sweeps), device, dead */
+    int dim;
+    int64_t N;
+    shape_def shape;
+    double volume1;         /* volume (area) of one particle */
+    const char *what;       /* "polygons", "polyhedra", "ellipses", "ellipsoids" */
+    carlo_box box;
+    carlo_cell_grid grid;
+    double origin[3];       /* the grid's corner, in box coordinates from -L/2 */
+    uint64_t sweeps;        /* the RNG step of set orders and shifts (serial: of moves) */
+    uint64_t substeps;      /* the RNG step of trial moves */
+    shape_moves mv;
+    int serial;             /* 1: the serial reference chain on x / ori */
+    double *x;              /* serial: N x 3, box coordinates in [-L/2, L/2) */
+    uint32_t *ori;          /* serial: N x 4 orientation words */
+    carlo_cell_data cur, spare; /* the cells (GPU: cur is the host copy, fetched on demand) */
+    uint64_t cnt[4];        /* translations tried, accepted; rotations tried, accepted (GPU: those
+                               counted on the device come on top, shape_counts) */
+    const struct shape_backend *be; /* NULL: the CPU */
+    void *impl;
+} shape_system;
+
+/* The GPU backend (cuda/shape.cu, plugged in by cuda/register.cu; NULL in a CPU build). Cells
+ * cross as host carlo_cell_data laid out for s->grid. All return 0, or -1 with the message. */
+typedef struct shape_backend {
+    int (*create)(shape_system *s);   /* device storage for s->grid, counters at 0 */
+    void (*destroy)(shape_system *s);
+    int (*upload)(shape_system *s, const carlo_cell_data *h);
+    int (*download)(shape_system *s, carlo_cell_data *h);
+    int (*subsweep)(shape_system *s, int set, uint64_t step); /* shape_cell_update per active cell */
+    int (*shift)(shape_system *s, carlo_cell_shift sh);
+    int (*counts)(shape_system *s, uint64_t c[4]);          /* counted on the device so far */
+    int (*sync)(shape_system *s);
+} shape_backend;
+extern const shape_backend *shape_gpu_backend;
+
+/* Moves tried and accepted since the system was made: translations [0, 1], rotations [2, 3]. */
+int shape_counts(shape_system *s, uint64_t c[4]);
+/* After the host copy of the cells changed (placing, restore): hand it to the device. */
+int shape_push(shape_system *s);
+/* The host copy brought up to date from the device (GPU systems; nothing on the CPU). */
+int shape_fetch(shape_system *s);
+
+typedef enum shape_init {
+    SHAPE_INIT_RANDOM = 0,
+    SHAPE_INIT_LATTICE = 1, /* hexagonal rows (2D), simple cubic (3D) */
+    SHAPE_INIT_GIVEN = 2,
+    SHAPE_INIT_BCC = 3      /* 3D: body-centred cubic, N = 2 n^3 */
+} shape_init;
+
+typedef struct shape_params {
+    const shape_def *shape;
+    double volume1;
+    const char *what;
+    int64_t N;
+    carlo_box box;
+    uint64_t seed;
+    shape_init init;
+    const double *positions;  /* SHAPE_INIT_GIVEN: N x 3 box coordinates */
+    const uint32_t *orients;  /* SHAPE_INIT_GIVEN: N x 4 orientation words */
+    double delta, rotate;
+    int moves_per_cell;
+    int serial;
+    carlo_device_kind device;
+} shape_params;
+
+/* A system, or NULL with the message set: random (sequential addition with random
+ * orientations), lattice (circumspheres on a hexagonal / simple cubic lattice, all at the
+ * identity orientation; refused above the density where circumspheres touch) or given
+ * positions and orientations (refused with the overlapping pairs named). */
+shape_system *shape_create(const shape_params *p);
+/* The box of a lattice start of N particles of volume v1 at packing fraction phi. */
+void shape_lattice_box(int dim, int64_t N, double v1, double phi, carlo_box *b);
+/* n when N = 2 n^3 (a bcc start), else 0. */
+int64_t shape_bcc_n(int64_t N);
+void shape_destroy(shape_system *s);
+/* A system with its grid planned and storage allocated but no particle placed (restore). */
+shape_system *shape_alloc(const shape_params *p);
+
+/* The largest n_M, delta, rotate: the bounds the constructor and the setters check. */
+#define SHAPE_MOVES_MAX 4096
+#define SHAPE_ROTATE_MAX 3.141592653589793
+int shape_set_moves(shape_system *s, double delta, double rotate);
+
+int shape_subsweep(shape_system *s, int set);
+int shape_shift_cells(shape_system *s);
+int shape_sweep(shape_system *s); /* sets in shuffled order and a cell shift; serial: N moves */
+
+/* Positions (N x 3, box coordinates in [-L/2, L/2), z = 0 in 2D) and orientation words
+ * (N x 4) by tag; either may be NULL. */
+int shape_state(shape_system *s, double *x, uint32_t *ori);
+/* The orientation as numbers: 2D the angle in radians [0, 2 pi), 3D the quaternion (w, x, y, z). */
+void shape_orient_values(int dim, const uint32_t o[4], double out[4]);
+/* Orientation words from those numbers (the quaternion normalised); -1 when a quaternion is 0. */
+int shape_orient_words(int dim, const double in[4], uint32_t o[4]);
+
+/* Overlapping pairs of a configuration (brute force over neighbours within 2R, minimum
+ * image; the kernels' test): count, and up to max pairs (0-based tags). */
+int shape_overlaps_of(const shape_def *sh, const carlo_box *b, int64_t N, const double *x,
+                      const uint32_t *ori, int64_t *count, int64_t *pairs, int64_t max);
+int shape_verify(shape_system *s);
+
+/* Compress isotropically to packing fraction phi: sweeps_between sweeps, then the box and every
+ * centre scaled by the largest shrink (at most 5%, adapted) that creates no overlap; errors when
+ * it jams or max_sweeps (0: no limit) pass. delta is capped at the new cell width. */
+int shape_compress(shape_system *s, double phi, uint64_t sweeps_between, uint64_t max_sweeps);
+
+/* Tune delta and rotate towards a target acceptance over rounds of sweeps (equilibration only). */
+int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, double *acc_t,
+               double *acc_r);
+
+/* ---------- observables (shape_observe.c) ---------- */
+
+/* 2D order: the p-atic order of the orientations |<exp(i n phi_j)>| (n = 5 for pentagons), and
+ * the bond-orientational order |<exp(i m theta_jk)>| over the pairs of centres closer than rc
+ * (m = 6: hexatic; an odd m vanishes, each bond being seen both ways). */
+int shape_psi(shape_system *s, int n, int m, double rc, double *orient, double *bond);
+/* Pressure from the scale distribution function: beta P = rho (1 + s(0+) / (2 d)), s the
+ * density of the smallest relative compression x of the centre separations at which a
+ * particle first overlaps a neighbour, fitted on [0, xmax) and extrapolated to 0. */
+int shape_pressure_sdf(shape_system *s, double dx, double xmax, int degree, double *P);
+
+/* What observe measures besides phi and rho: the options of sys:observe{} and sys:sample{}
+ * (a zeroed block: the SDF pressure with the defaults, no psi). */
+typedef struct shape_observe_opt {
+    int no_pressure;        /* 1: no P */
+    int psi;                /* n > 0: psi (orientational, order n) and psi6 (bonds) (2D) */
+    double rc;              /* psi6's neighbour cutoff (0: 2.4 R) */
+    int fit;                /* 1: dx, xmax, degree below; 0: the defaults */
+    double dx, xmax;        /* SDF bins of width dx on [0, xmax) (1e-4, 0.02) */
+    int degree;             /* the fit's degree (5) */
+} shape_observe_opt;
+void shape_observe_defaults(shape_observe_opt *o);
+
+/* ---------- checkpoints (shape_sys.c) ---------- */
+extern const carlo_ops shape_ops;
+int shape_checkpoint(shape_system *s, carlo_frame *f);
+shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device);
+
+#endif

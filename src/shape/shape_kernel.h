@@ -1,0 +1,607 @@
+/* shape_kernel.h — hard convex shapes, written once and compiled for the CPU (gcc) and the GPU
+ * (nvcc): the shape struct and its support function, orientations, the overlap test of two
+ * shapes (XenoCollide, Snethen 2008, i.e. Minkowski portal refinement) with its circumsphere
+ * and insphere prefilters, and the checkerboard cell update of the hard-shape model (HPMC,
+ * Anderson et al. 2016) on the shared cell grid of core/cells_kernel.h.
+ *
+ * Shapes (lengths in any unit; the model's box is in the same unit):
+ *   SHAPE_POLY       the convex hull of nv vertices (2D polygon, 3D polyhedron), optionally
+ *                    swept by a disk / ball of radius `sweep` (spheropolygon, spheropolyhedron);
+ *   SHAPE_ELLIPSOID  an ellipse (2D) or ellipsoid (3D) of semi-axes axes[], through the same
+ *                    support-function route.
+ * The body frame has the shape's centre (the centroid) at its origin, which must lie inside.
+ *
+ * Arithmetic: the overlap test runs in double, with additions, multiplications, divisions and
+ * square roots only (all correctly rounded on both backends; the build forbids contraction),
+ * so the CPU and the GPU take the same decision from the same inputs. The positions it is
+ * given are the exact float separations of the cell frames.
+ *
+ * Orientations are 32-bit words: in 2D one word, the angle in units of 2 pi / 2^32 (a turn is
+ * 2^32, so rotations add exactly and are exactly reversible); in 3D four words, the float bits
+ * of a unit quaternion (w, x, y, z), renormalised in double where used.
+ *
+ * Random numbers (purposes 0x50-0x5f): move s of a sub-sweep in cell c draws
+ * Philox(seed, MOVE, substep, c, 2 s) and, in 3D, Philox(..., 2 s + 1); the result depends on
+ * (seed, substep, cell) only, never on how cells are spread over threads. */
+#ifndef CARLO_SHAPE_KERNEL_H
+#define CARLO_SHAPE_KERNEL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/cells_kernel.h"
+#include "core/hd.h"
+#include "core/rng.h"
+
+#define SHAPE_PURPOSE_MOVE   0x50u /* trial moves */
+#define SHAPE_PURPOSE_SETS   0x51u /* order of the checkerboard sets in each sweep */
+#define SHAPE_PURPOSE_SHIFT  0x52u /* the cell shift after each sweep */
+#define SHAPE_PURPOSE_INIT   0x53u /* random initial configurations */
+#define SHAPE_PURPOSE_SERIAL 0x54u /* the serial reference chain */
+
+#define SHAPE_VMAX 64 /* vertices per shape */
+
+/* XenoCollide's bounds. The refinement stops when the support plane is within
+ * SHAPE_MPR_TOL (R_A + R_B) of the portal: a pair whose surfaces are that close to touching may
+ * be called either way (1e-10 of the size; the tests check 1e-6). After SHAPE_MPR_MAX support
+ * evaluations without a decision (never seen with polytopes; smooth shapes converge
+ * geometrically) the pair is called overlapping: a move is then rejected, never an overlap
+ * accepted. */
+#define SHAPE_MPR_TOL 1e-10
+#define SHAPE_MPR_MAX 96
+
+enum { SHAPE_POLY = 0, SHAPE_ELLIPSOID = 1 };
+
+typedef struct shape_def {
+    int dim;            /* 2 or 3 */
+    int kind;           /* SHAPE_POLY or SHAPE_ELLIPSOID */
+    int nv;             /* vertices (SHAPE_POLY) */
+    double sweep;       /* sweep radius (0: a plain polygon / polyhedron) */
+    double axes[3];     /* semi-axes (SHAPE_ELLIPSOID) */
+    double R;           /* circumradius about the centre, sweep included */
+    double r_in;        /* inradius about the centre, sweep included */
+    double v[SHAPE_VMAX][3]; /* vertices in the body frame (z = 0 in 2D) */
+} shape_def;
+
+/* A rotation matrix, body frame to world frame. */
+typedef struct shape_rot {
+    double m[3][3];
+} shape_rot;
+
+/* ---------- small vector algebra (double) ---------- */
+
+CARLO_HD double shape_dot(const double a[3], const double b[3])
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+CARLO_HD void shape_cross(const double a[3], const double b[3], double c[3])
+{
+    c[0] = a[1] * b[2] - a[2] * b[1];
+    c[1] = a[2] * b[0] - a[0] * b[2];
+    c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+CARLO_HD void shape_sub(const double a[3], const double b[3], double c[3])
+{
+    c[0] = a[0] - b[0];
+    c[1] = a[1] - b[1];
+    c[2] = a[2] - b[2];
+}
+
+CARLO_HD void shape_copy(double d[3], const double s[3])
+{
+    d[0] = s[0];
+    d[1] = s[1];
+    d[2] = s[2];
+}
+
+/* ---------- orientations ---------- */
+
+/* sin and cos of the angle k 2 pi / 2^32: the quadrant from the top two bits (exact), then
+ * Taylor polynomials on [0, pi/2) (truncated below 1e-17; rounded within 1e-15), in additions
+ * and multiplications only, so that every backend computes the same doubles. */
+CARLO_HD void shape_sincos_turn(uint32_t k, double *s, double *c)
+{
+    const uint32_t quad = k >> 30;
+    const double x = (double)(k & 0x3fffffffu) * (6.283185307179586 / 4294967296.0);
+    const double x2 = x * x;
+    double sp = 1.0 - x2 * (1.0 / 506.0);
+    sp = 1.0 - x2 * (1.0 / 420.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 342.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 272.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 210.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 156.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 110.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 72.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 42.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 20.0) * sp;
+    sp = 1.0 - x2 * (1.0 / 6.0) * sp;
+    const double sn = x * sp;
+    double cp = 1.0 - x2 * (1.0 / 552.0);
+    cp = 1.0 - x2 * (1.0 / 462.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 380.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 306.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 240.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 182.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 132.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 90.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 56.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 30.0) * cp;
+    cp = 1.0 - x2 * (1.0 / 12.0) * cp;
+    const double cs = 1.0 - x2 * 0.5 * cp;
+    *s = quad == 0 ? sn : (quad == 1 ? cs : (quad == 2 ? -sn : -cs));
+    *c = quad == 0 ? cs : (quad == 1 ? -sn : (quad == 2 ? -cs : sn));
+}
+
+CARLO_HD float shape_word_float(uint32_t w)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(w);
+#else
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+#endif
+}
+
+CARLO_HD uint32_t shape_float_word(float f)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t w;
+    memcpy(&w, &f, sizeof w);
+    return w;
+#endif
+}
+
+/* The rotation of orientation words o (1 word in 2D, 4 in 3D). */
+CARLO_HD void shape_rot_of(int dim, const uint32_t o[4], shape_rot *r)
+{
+    if (dim == 2) {
+        double s, c;
+        shape_sincos_turn(o[0], &s, &c);
+        r->m[0][0] = c;
+        r->m[0][1] = -s;
+        r->m[1][0] = s;
+        r->m[1][1] = c;
+        r->m[0][2] = r->m[1][2] = r->m[2][0] = r->m[2][1] = 0.0;
+        r->m[2][2] = 1.0;
+        return;
+    }
+    double w = shape_word_float(o[0]), x = shape_word_float(o[1]), y = shape_word_float(o[2]),
+           z = shape_word_float(o[3]);
+    const double n2 = w * w + x * x + y * y + z * z;
+    const double k = 2.0 / n2; /* the stored quaternion is unit to float precision */
+    r->m[0][0] = 1.0 - k * (y * y + z * z);
+    r->m[0][1] = k * (x * y - w * z);
+    r->m[0][2] = k * (x * z + w * y);
+    r->m[1][0] = k * (x * y + w * z);
+    r->m[1][1] = 1.0 - k * (x * x + z * z);
+    r->m[1][2] = k * (y * z - w * x);
+    r->m[2][0] = k * (x * z - w * y);
+    r->m[2][1] = k * (y * z + w * x);
+    r->m[2][2] = 1.0 - k * (x * x + y * y);
+}
+
+/* The identity orientation. */
+CARLO_HD void shape_orient_identity(int dim, uint32_t o[4])
+{
+    o[0] = dim == 2 ? 0u : shape_float_word(1.0f);
+    o[1] = o[2] = o[3] = shape_float_word(0.0f);
+}
+
+/* ---------- support functions ---------- */
+
+/* The point of the shape farthest along n, in the body frame. */
+CARLO_HD void shape_support_body(const shape_def *s, const double n[3], double out[3])
+{
+    if (s->kind == SHAPE_ELLIPSOID) {
+        const double a = s->axes[0], b = s->axes[1], c = s->dim == 3 ? s->axes[2] : 0.0;
+        const double p[3] = {a * a * n[0], b * b * n[1], c * c * n[2]};
+        const double q = sqrt(a * a * n[0] * n[0] + b * b * n[1] * n[1] + c * c * n[2] * n[2]);
+        if (!(q > 0.0)) {
+            out[0] = out[1] = out[2] = 0.0;
+            return;
+        }
+        out[0] = p[0] / q;
+        out[1] = p[1] / q;
+        out[2] = p[2] / q;
+        return;
+    }
+    int best = 0;
+    double bd = shape_dot(s->v[0], n);
+    for (int i = 1; i < s->nv; i++) {
+        const double d = shape_dot(s->v[i], n);
+        if (d > bd) {
+            bd = d;
+            best = i;
+        }
+    }
+    shape_copy(out, s->v[best]);
+    if (s->sweep > 0.0) {
+        const double len = sqrt(shape_dot(n, n));
+        if (len > 0.0) {
+            const double f = s->sweep / len;
+            out[0] = out[0] + f * n[0];
+            out[1] = out[1] + f * n[1];
+            out[2] = out[2] + f * n[2];
+        }
+    }
+}
+
+/* The support point of the shape rotated by r, along the world direction n. */
+CARLO_HD void shape_support(const shape_def *s, const shape_rot *r, const double n[3], double out[3])
+{
+    double nb[3], p[3];
+    for (int a = 0; a < 3; a++)
+        nb[a] = r->m[0][a] * n[0] + r->m[1][a] * n[1] + r->m[2][a] * n[2];
+    shape_support_body(s, nb, p);
+    for (int a = 0; a < 3; a++)
+        out[a] = r->m[a][0] * p[0] + r->m[a][1] * p[1] + r->m[a][2] * p[2];
+}
+
+/* The support point of the Minkowski difference B - A (A's centre at the origin, B's at d). */
+typedef struct shape_pair {
+    const shape_def *A, *B;
+    const shape_rot *ra, *rb;
+    double d[3];
+} shape_pair;
+
+CARLO_HD void shape_pair_support(const shape_pair *p, const double n[3], double out[3])
+{
+    double sb[3], sa[3], m[3] = {-n[0], -n[1], -n[2]};
+    shape_support(p->B, p->rb, n, sb);
+    shape_support(p->A, p->ra, m, sa);
+    out[0] = p->d[0] + (sb[0] - sa[0]);
+    out[1] = p->d[1] + (sb[1] - sa[1]);
+    out[2] = p->d[2] + (sb[2] - sa[2]);
+}
+
+/* ---------- XenoCollide ---------- */
+
+/* 2D: does the origin lie inside B - A? v0 = d, a point inside B - A (each shape contains its
+ * centre). A ray from v0 through the origin is bracketed by a portal v1 v2 of support points
+ * (phase 1), which is refined towards the boundary until the origin is found on the inner side
+ * of the portal (overlap) or outside a support line (no overlap). */
+CARLO_HD int shape_mpr_2d(const shape_pair *p, double tol)
+{
+    double v0[3], v1[3], v2[3], v3[3], n[3], a[3], b[3];
+    shape_copy(v0, p->d);
+    if (v0[0] == 0.0 && v0[1] == 0.0)
+        return 1;
+    const double o[3] = {-v0[0], -v0[1], 0.0};
+    shape_pair_support(p, o, v1);
+    if (shape_dot(v1, o) <= 0.0)
+        return 0;
+    int it = 1;
+    for (;;) { /* phase 1: v2 on the other side of the ray v0 -> origin than v1 */
+        shape_sub(v1, v0, a);
+        const double side = a[0] * o[1] - a[1] * o[0]; /* cross(a, o) */
+        if (side == 0.0)
+            return 1; /* the origin lies on the segment v0 v1, inside B - A */
+        n[0] = side > 0.0 ? -a[1] : a[1];
+        n[1] = side > 0.0 ? a[0] : -a[0];
+        n[2] = 0.0;
+        shape_pair_support(p, n, v2);
+        if (++it > SHAPE_MPR_MAX)
+            return 1;
+        if (shape_dot(v2, n) <= 0.0)
+            return 0;
+        shape_sub(v2, v0, b);
+        const double beyond = (o[0] * b[1] - o[1] * b[0]) * side; /* cross(o, b), oriented */
+        if (beyond == 0.0)
+            return 1; /* on the segment v0 v2 */
+        if (beyond > 0.0)
+            break;
+        shape_copy(v1, v2);
+    }
+    for (;;) { /* phase 2 */
+        double e[3], t[3];
+        shape_sub(v2, v1, e);
+        shape_sub(v1, v0, a);
+        n[0] = e[1];
+        n[1] = -e[0];
+        n[2] = 0.0;
+        if (shape_dot(n, a) < 0.0) {
+            n[0] = -n[0];
+            n[1] = -n[1];
+        }
+        /* n: the portal's normal, away from v0 */
+        if (shape_dot(n, v1) > 0.0)
+            return 1;
+        shape_pair_support(p, n, v3);
+        if (++it > SHAPE_MPR_MAX)
+            return 1;
+        if (shape_dot(v3, n) <= 0.0)
+            return 0;
+        shape_sub(v3, v1, t);
+        if (shape_dot(t, n) <= tol * sqrt(shape_dot(n, n)))
+            return 0;
+        /* keep the half of the portal the ray passes through */
+        shape_sub(v3, v0, t);
+        const double so = t[0] * o[1] - t[1] * o[0], s1 = t[0] * a[1] - t[1] * a[0];
+        if ((so > 0.0) == (s1 > 0.0))
+            shape_copy(v2, v3);
+        else
+            shape_copy(v1, v3);
+    }
+}
+
+/* 3D: the same with a triangular portal (Snethen's phases 1 and 2). */
+CARLO_HD int shape_mpr_3d(const shape_pair *p, double tol)
+{
+    double v0[3], v1[3], v2[3], v3[3], v4[3], n[3], a[3], b[3], t[3];
+    shape_copy(v0, p->d);
+    if (v0[0] == 0.0 && v0[1] == 0.0 && v0[2] == 0.0)
+        return 1;
+    n[0] = -v0[0];
+    n[1] = -v0[1];
+    n[2] = -v0[2];
+    shape_pair_support(p, n, v1);
+    if (shape_dot(v1, n) <= 0.0)
+        return 0;
+    shape_cross(v1, v0, n);
+    if (shape_dot(n, n) == 0.0)
+        return 1; /* v1 on the line through v0 and the origin, beyond it */
+    shape_pair_support(p, n, v2);
+    if (shape_dot(v2, n) <= 0.0)
+        return 0;
+    shape_sub(v1, v0, a);
+    shape_sub(v2, v0, b);
+    shape_cross(a, b, n);
+    if (shape_dot(n, v0) > 0.0) { /* n towards the origin: det(v1 - v0, v2 - v0, o) >= 0 */
+        shape_copy(t, v1);
+        shape_copy(v1, v2);
+        shape_copy(v2, t);
+        n[0] = -n[0];
+        n[1] = -n[1];
+        n[2] = -n[2];
+    }
+    int it = 2;
+    for (;;) { /* phase 1: a portal v1 v2 v3 whose cone from v0 holds the origin */
+        shape_pair_support(p, n, v3);
+        if (++it > SHAPE_MPR_MAX)
+            return 1;
+        if (shape_dot(v3, n) <= 0.0)
+            return 0;
+        shape_cross(v1, v3, t);
+        if (shape_dot(t, v0) < 0.0) { /* the origin outside the face v0 v3 v1 */
+            shape_copy(v2, v3);
+            shape_sub(v1, v0, a);
+            shape_sub(v3, v0, b);
+            shape_cross(a, b, n);
+            continue;
+        }
+        shape_cross(v3, v2, t);
+        if (shape_dot(t, v0) < 0.0) { /* outside the face v0 v2 v3 */
+            shape_copy(v1, v3);
+            shape_sub(v3, v0, a);
+            shape_sub(v2, v0, b);
+            shape_cross(a, b, n);
+            continue;
+        }
+        break;
+    }
+    for (;;) { /* phase 2 */
+        shape_sub(v2, v1, a);
+        shape_sub(v3, v1, b);
+        shape_cross(a, b, n); /* the portal's normal, away from v0 */
+        if (shape_dot(n, v1) >= 0.0)
+            return 1;
+        shape_pair_support(p, n, v4);
+        if (++it > SHAPE_MPR_MAX)
+            return 1;
+        if (shape_dot(v4, n) <= 0.0)
+            return 0;
+        shape_sub(v4, v3, t);
+        if (shape_dot(t, n) <= tol * sqrt(shape_dot(n, n)))
+            return 0;
+        shape_cross(v4, v0, t);
+        if (shape_dot(v1, t) > 0.0) {
+            if (shape_dot(v2, t) > 0.0)
+                shape_copy(v1, v4);
+            else
+                shape_copy(v3, v4);
+        } else {
+            if (shape_dot(v3, t) > 0.0)
+                shape_copy(v2, v4);
+            else
+                shape_copy(v1, v4);
+        }
+    }
+}
+
+/* Do shape A (centre at the origin, rotation ra) and shape B (centre at d, rotation rb)
+ * overlap? Touching is not overlapping (within the tolerance above). Circumspheres apart: no;
+ * inspheres overlapping: yes; otherwise XenoCollide. */
+CARLO_HD int shape_overlap(const shape_def *A, const shape_rot *ra, const shape_def *B,
+                           const shape_rot *rb, const double d[3])
+{
+    const double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    const double Rs = A->R + B->R, rs = A->r_in + B->r_in;
+    if (!(r2 < Rs * Rs))
+        return 0;
+    if (r2 < rs * rs)
+        return 1;
+    shape_pair p;
+    p.A = A;
+    p.B = B;
+    p.ra = ra;
+    p.rb = rb;
+    shape_copy(p.d, d);
+    return A->dim == 2 ? shape_mpr_2d(&p, SHAPE_MPR_TOL * Rs) : shape_mpr_3d(&p, SHAPE_MPR_TOL * Rs);
+}
+
+/* The axis-aligned bounding box of the rotated shape about its centre: lo[a] .. hi[a]. A
+ * prefilter for callers that keep boxes (two boxes apart: no overlap). */
+CARLO_HD void shape_aabb(const shape_def *s, const shape_rot *r, double lo[3], double hi[3])
+{
+    for (int a = 0; a < 3; a++) {
+        double n[3] = {0.0, 0.0, 0.0}, p[3];
+        if (a >= s->dim) {
+            lo[a] = hi[a] = 0.0;
+            continue;
+        }
+        n[a] = 1.0;
+        shape_support(s, r, n, p);
+        hi[a] = p[a];
+        n[a] = -1.0;
+        shape_support(s, r, n, p);
+        lo[a] = p[a];
+    }
+}
+
+/* ---------- trial moves ---------- */
+
+typedef struct shape_moves {
+    float delta;       /* translation: uniform in the square / cube of half-side delta */
+    double rotate;     /* rotation size: 2D, uniform angle in [-rotate, rotate]; 3D, see below */
+    uint32_t turn;     /* 2D: rotate in units of 2 pi / 2^32 (set from rotate by the host) */
+    int moves;         /* n_M: trial moves per active, non-empty cell */
+} shape_moves;
+
+/* A coordinate of (-1, 1) from one word: odd multiples of 2^-24, a set symmetric under
+ * negation (a move and its reverse are proposed equally often). */
+CARLO_HD float shape_sym_unit(uint32_t w)
+{
+    return (float)(2 * (int32_t)(w >> 8) + 1 - 16777216) * (1.0f / 16777216.0f);
+}
+
+/* 2D rotation: an angle step uniform over the integers -turn .. turn. */
+CARLO_HD uint32_t shape_turn_step(uint32_t r, uint32_t turn, uint64_t seed, uint64_t step,
+                                  uint32_t cell, uint32_t draw)
+{
+    const uint32_t k = carlo_cell_below(r, 2u * turn + 1u, seed, SHAPE_PURPOSE_MOVE, step, cell, draw);
+    return k - turn; /* modulo 2^32: a signed step */
+}
+
+/* 3D rotation: q' = q dq with dq = (1, rotate v / 2) normalised, v uniform in (-1, 1)^3 (dq and
+ * its inverse, from -v, equally likely; right multiplication keeps the uniform measure on
+ * rotations, so the proposal is symmetric). In double; stored back as float words. */
+CARLO_HD void shape_quat_turn(const uint32_t q[4], double rotate, const float v[3], uint32_t out[4])
+{
+    const double h = 0.5 * rotate;
+    double dw = 1.0, dx = h * (double)v[0], dy = h * (double)v[1], dz = h * (double)v[2];
+    const double w = shape_word_float(q[0]), x = shape_word_float(q[1]), y = shape_word_float(q[2]),
+                 z = shape_word_float(q[3]);
+    double rw = w * dw - x * dx - y * dy - z * dz;
+    double rx = w * dx + x * dw + y * dz - z * dy;
+    double ry = w * dy - x * dz + y * dw + z * dx;
+    double rz = w * dz + x * dy - y * dx + z * dw;
+    const double len = sqrt(rw * rw + rx * rx + ry * ry + rz * rz);
+    out[0] = shape_float_word((float)(rw / len));
+    out[1] = shape_float_word((float)(rx / len));
+    out[2] = shape_float_word((float)(ry / len));
+    out[3] = shape_float_word((float)(rz / len));
+}
+
+/* Words a particle carries in the cells: its tag, then its orientation. */
+CARLO_HD int shape_naux(int dim)
+{
+    return dim == 2 ? 2 : 5;
+}
+
+/* Whether the shape at t (a point of cell xyz, rotation rt), which is particle `self` of the
+ * cell, overlaps any other particle of that cell or of a neighbour cell. */
+CARLO_HD int shape_overlaps_around(const shape_def *s, const carlo_cell_grid *g, const float *pos,
+                                   const uint32_t *aux, const uint32_t *count, const int xyz[3],
+                                   int self, const float t[3], const shape_rot *rt)
+{
+    const int dim = g->dim;
+    const double R2 = 4.0 * s->R * s->R;
+    const int zlo = dim == 3 ? -1 : 0, zhi = dim == 3 ? 1 : 0;
+    for (int oz = zlo; oz <= zhi; oz++)
+        for (int oy = -1; oy <= 1; oy++)
+            for (int ox = -1; ox <= 1; ox++) {
+                const int off[3] = {ox, oy, oz};
+                float sh[3];
+                const int64_t cn = carlo_cell_neighbor(g, xyz, off, sh);
+                const int own = ox == 0 && oy == 0 && oz == 0;
+                int n = (int)count[cn];
+                if (n > g->nmax)
+                    n = g->nmax;
+                for (int j = 0; j < n; j++) {
+                    if (own && j == self)
+                        continue;
+                    double d[3] = {0.0, 0.0, 0.0};
+                    for (int a = 0; a < dim; a++) /* exact: multiples of q within two cells */
+                        d[a] = (double)((pos[carlo_cell_slot(g, cn, j, a)] + sh[a]) - t[a]);
+                    if (!(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < R2))
+                        continue;
+                    uint32_t o[4] = {0u, 0u, 0u, 0u};
+                    for (int k = 0; k < (dim == 2 ? 1 : 4); k++)
+                        o[k] = aux[carlo_cell_slot(g, cn, j, 1 + k)];
+                    shape_rot rj;
+                    shape_rot_of(dim, o, &rj);
+                    if (shape_overlap(s, rt, s, &rj, d))
+                        return 1;
+                }
+            }
+    return 0;
+}
+
+/* One active cell: n_M trial moves, each of a particle of the cell chosen uniformly at random
+ * (every move is then balanced on its own: the cell keeps its count, since a move that would
+ * leave the cell is rejected), a translation or a rotation with equal probability. Adds the
+ * moves tried and accepted, translations [0, 1] and rotations [2, 3], to cnt. */
+CARLO_HD void shape_cell_update(const shape_def *s, const carlo_cell_grid *g, float *pos, uint32_t *aux,
+                                const uint32_t *count, const int xyz[3], shape_moves mv,
+                                uint64_t seed, uint64_t step, uint64_t cnt[4])
+{
+    const int dim = g->dim;
+    const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
+    const uint32_t cell = (uint32_t)c;
+    int n = (int)count[c];
+    if (n <= 0)
+        return;
+    if (n > g->nmax)
+        n = g->nmax;
+    for (int m = 0; m < mv.moves; m++) {
+        const carlo_u32x4 r0 = carlo_rng(seed, SHAPE_PURPOSE_MOVE, step, cell, 2u * (uint32_t)m);
+        carlo_u32x4 r1 = r0;
+        if (dim == 3)
+            r1 = carlo_rng(seed, SHAPE_PURPOSE_MOVE, step, cell, 2u * (uint32_t)m + 1u);
+        const int i = (int)carlo_cell_below(r0.v[0], (uint32_t)n, seed, SHAPE_PURPOSE_MOVE, step, cell,
+                                            0x40000000u | (uint32_t)m);
+        const int rotation = (int)(r0.v[1] >> 31);
+        float t[3] = {0.0f, 0.0f, 0.0f};
+        uint32_t o[4] = {0u, 0u, 0u, 0u};
+        for (int a = 0; a < dim; a++)
+            t[a] = pos[carlo_cell_slot(g, c, i, a)];
+        for (int k = 0; k < (dim == 2 ? 1 : 4); k++)
+            o[k] = aux[carlo_cell_slot(g, c, i, 1 + k)];
+        const float u[3] = {shape_sym_unit(r0.v[2]), shape_sym_unit(r0.v[3]), shape_sym_unit(r1.v[0])};
+        if (rotation) {
+            if (dim == 2) {
+                o[0] += shape_turn_step(r0.v[2], mv.turn, seed, step, cell, 0x80000000u | (uint32_t)m);
+            } else {
+                uint32_t q[4] = {o[0], o[1], o[2], o[3]};
+                shape_quat_turn(q, mv.rotate, u, o);
+            }
+            cnt[2]++;
+        } else {
+            int inside = 1;
+            for (int a = 0; a < dim; a++) {
+                t[a] = t[a] + carlo_cell_quantize(g, mv.delta * u[a]);
+                inside &= t[a] >= 0.0f && t[a] < g->w[a];
+            }
+            cnt[0]++;
+            if (!inside)
+                continue;
+        }
+        shape_rot rt;
+        shape_rot_of(dim, o, &rt);
+        if (shape_overlaps_around(s, g, pos, aux, count, xyz, i, t, &rt))
+            continue;
+        for (int a = 0; a < dim; a++)
+            pos[carlo_cell_slot(g, c, i, a)] = t[a];
+        for (int k = 0; k < (dim == 2 ? 1 : 4); k++)
+            aux[carlo_cell_slot(g, c, i, 1 + k)] = o[k];
+        cnt[rotation ? 3 : 1]++;
+    }
+}
+
+#endif

@@ -1,0 +1,335 @@
+/* shape_sys.c — hard shapes in the system layer (core/sys.h): advance = n sweeps, the move
+ * counts, the observables of the shared sample (phi, rho, the SDF pressure, psi_n), trajectory
+ * frames (positions and orientations as quaternions), checkpoints and restore. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "shape/shape.h"
+
+#define SYS(c) ((shape_system *)(c))
+
+static int op_advance(carlo_sys *c, uint64_t n)
+{
+    for (uint64_t k = 0; k < n; k++)
+        if (shape_sweep(SYS(c)))
+            return -1;
+    return 0;
+}
+
+static int op_sync(carlo_sys *c)
+{
+    shape_system *s = SYS(c);
+    if (carlo_sys_alive(c))
+        return -1;
+    if (s->be && s->be->sync(s)) {
+        s->dead = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int op_counts(carlo_sys *c, carlo_counts *out)
+{
+    uint64_t n[4];
+    memset(out, 0, sizeof *out);
+    if (shape_counts(SYS(c), n))
+        return -1;
+    out->tried = n[0] + n[2];
+    out->accepted = n[1] + n[3];
+    return 0;
+}
+
+/* ---------- observables: phi, rho, [P], [psi, psi6] ---------- */
+
+static const shape_observe_opt defaults = {0};
+
+void shape_observe_defaults(shape_observe_opt *o)
+{
+    memset(o, 0, sizeof *o);
+    o->dx = 1e-4;
+    o->xmax = 0.02;
+    o->degree = 5;
+}
+
+static int op_observables(carlo_sys *c, const void *opt, carlo_obs_set *o)
+{
+    const shape_observe_opt *op = opt ? opt : &defaults;
+    (void)c;
+    carlo_obs_add(o, "phi");
+    carlo_obs_add(o, "rho");
+    if (!op->no_pressure)
+        carlo_obs_add(o, "P");
+    if (op->psi > 0) {
+        carlo_obs_add(o, "psi");
+        carlo_obs_add(o, "psi6");
+    }
+    return 0;
+}
+
+static int op_observe(carlo_sys *c, const void *opt, double *v)
+{
+    shape_system *s = SYS(c);
+    shape_observe_opt d;
+    const shape_observe_opt *o = opt ? opt : &defaults;
+    if (!o->fit) {
+        shape_observe_defaults(&d);
+        d.no_pressure = o->no_pressure;
+        d.psi = o->psi;
+        d.rc = o->rc;
+        o = &d;
+    }
+    const double V = carlo_box_volume(&s->box);
+    int k = 0;
+    v[k++] = (double)s->N * s->volume1 / V;
+    v[k++] = (double)s->N / V;
+    if (!o->no_pressure && shape_pressure_sdf(s, o->dx, o->xmax, o->degree, &v[k++]))
+        return -1;
+    if (o->psi > 0) {
+        double rc = o->rc > 0 ? o->rc : 2.4 * s->shape.R;
+        if (shape_psi(s, o->psi, 6, rc, &v[k], &v[k + 1]))
+            return -1;
+        k += 2;
+    }
+    return 0;
+}
+
+/* ---------- frames and checkpoints ---------- */
+
+static int op_frame(carlo_sys *c, carlo_frame *f)
+{
+    shape_system *s = SYS(c);
+    const int64_t N = s->N;
+    double *x = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
+    uint32_t *o = x ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations") : NULL;
+    float *xf = o ? carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(float)), "a position frame") : NULL;
+    float *qf = xf ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(float)), "an orientation frame") : NULL;
+    int rc = -1;
+    if (qf && shape_state(s, x, o) == 0) {
+        for (int64_t k = 0; k < N; k++) {
+            double q[4];
+            shape_orient_values(s->dim, o + 4 * k, q);
+            if (s->dim == 2) { /* a turn about z: (cos t/2, 0, 0, sin t/2) */
+                double t = q[0];
+                q[0] = cos(0.5 * t);
+                q[3] = sin(0.5 * t);
+            }
+            for (int a = 0; a < 3; a++)
+                xf[3 * k + a] = (float)x[3 * k + a];
+            for (int a = 0; a < 4; a++)
+                qf[4 * k + a] = (float)q[a];
+        }
+        double b[6];
+        carlo_box_gsd(&s->box, b);
+        float box[6];
+        for (int k = 0; k < 6; k++)
+            box[k] = (float)b[k];
+        uint8_t dims = (uint8_t)s->dim;
+        uint32_t n32 = (uint32_t)N;
+        static const int8_t types[2] = {'A', 0};
+        rc = carlo_frame_add_u64(f, "configuration/step", s->step) ||
+             carlo_frame_add_copy(f, "configuration/dimensions", CARLO_U8, 1, 1, &dims) ||
+             carlo_frame_add_copy(f, "configuration/box", CARLO_F32, 6, 1, box) ||
+             carlo_frame_add_copy(f, "particles/N", CARLO_U32, 1, 1, &n32) ||
+             carlo_frame_add_copy(f, "particles/types", CARLO_I8, 1, 2, types);
+        if (!rc) { /* one type: every particle 0 */
+            uint32_t *typeid = carlo_calloc((size_t)N, sizeof(uint32_t), "type ids");
+            rc = !typeid || carlo_frame_add_owned(f, "particles/typeid", CARLO_U32, (uint64_t)N, 1, typeid);
+        }
+        if (!rc) {
+            rc = carlo_frame_add_owned(f, "particles/position", CARLO_F32, (uint64_t)N, 3, xf);
+            xf = NULL;
+        }
+        if (!rc) {
+            rc = carlo_frame_add_owned(f, "particles/orientation", CARLO_F32, (uint64_t)N, 4, qf);
+            qf = NULL;
+        }
+        rc = rc ? -1 : 0;
+    }
+    free(x);
+    free(o);
+    free(xf);
+    free(qf);
+    return rc;
+}
+
+/* Everything to continue bit for bit: the shape as it is (no hull recomputed), the cells (or
+ * the serial arrays) as stored, the box and origin, counters and move sizes. */
+int shape_checkpoint(shape_system *s, carlo_frame *f)
+{
+    uint64_t n[4];
+    if (shape_counts(s, n) || (!s->serial && shape_fetch(s)))
+        return -1;
+    const carlo_cell_grid *g = &s->grid;
+    const shape_def *sh = &s->shape;
+    int32_t shape[8] = {s->dim, sh->kind, sh->nv, g->m[0], g->m[1], g->m[2], g->nmax, s->serial};
+    double geo[8] = {sh->sweep, sh->axes[0], sh->axes[1], sh->axes[2], sh->R, sh->r_in, s->volume1, 0};
+    uint64_t counters[8] = {s->sweeps, s->substeps, (uint64_t)s->N, n[0], n[1], n[2], n[3], 0};
+    double box[8] = {s->box.L[0], s->box.L[1], s->box.L[2], s->origin[0], s->origin[1], s->origin[2],
+                     (double)s->mv.delta, s->mv.rotate};
+    int32_t moves = s->mv.moves;
+    int rc = carlo_frame_add_string(f, "carlo/model", "shape") ||
+             carlo_frame_add_u64(f, "configuration/step", s->step) ||
+             carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
+             carlo_frame_add_string(f, "shape/what", s->what) ||
+             carlo_frame_add_copy(f, "shape/shape", CARLO_I32, 8, 1, shape) ||
+             carlo_frame_add_copy(f, "shape/geometry", CARLO_F64, 8, 1, geo) ||
+             carlo_frame_add_copy(f, "shape/vertices", CARLO_F64, SHAPE_VMAX, 3, sh->v) ||
+             carlo_frame_add_copy(f, "shape/counters", CARLO_U64, 8, 1, counters) ||
+             carlo_frame_add_copy(f, "shape/box", CARLO_F64, 8, 1, box) ||
+             carlo_frame_add_copy(f, "shape/moves", CARLO_I32, 1, 1, &moves);
+    if (rc)
+        return -1;
+    if (s->serial)
+        return carlo_frame_add_copy(f, "shape/x", CARLO_F64, (uint64_t)s->N, 3, s->x) ||
+                       carlo_frame_add_copy(f, "shape/ori", CARLO_U32, (uint64_t)s->N, 4, s->ori)
+                   ? -1
+                   : 0;
+    uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax, wplanes = (uint64_t)g->naux * (uint64_t)g->nmax;
+    return carlo_frame_add_copy(f, "shape/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells, s->cur.pos) ||
+                   carlo_frame_add_copy(f, "shape/cells/aux", CARLO_U32, wplanes, (uint64_t)g->ncells, s->cur.aux) ||
+                   carlo_frame_add_copy(f, "shape/cells/count", CARLO_U32, (uint64_t)g->ncells, 1, s->cur.count)
+               ? -1
+               : 0;
+}
+
+/* The recorded kind ("polygons", ...): a string chunk of rows bytes, not terminated. */
+static const char *what_name(const carlo_chunk *c)
+{
+    static const char *const names[] = {"polygons", "polyhedra", "ellipses", "ellipsoids", NULL};
+    if (!c || c->type != CARLO_U8)
+        return NULL;
+    for (int i = 0; names[i]; i++)
+        if (c->rows == strlen(names[i]) && memcmp(c->data, names[i], c->rows) == 0)
+            return names[i];
+    return NULL;
+}
+
+shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
+{
+    const int32_t *shape = carlo_frame_expect(f, "shape/shape", CARLO_I32, 8, 1);
+    const double *geo = carlo_frame_expect(f, "shape/geometry", CARLO_F64, 8, 1);
+    const double *v = carlo_frame_expect(f, "shape/vertices", CARLO_F64, SHAPE_VMAX, 3);
+    const uint64_t *cnt = carlo_frame_expect(f, "shape/counters", CARLO_U64, 8, 1);
+    const double *bx = carlo_frame_expect(f, "shape/box", CARLO_F64, 8, 1);
+    const int32_t *moves = carlo_frame_expect(f, "shape/moves", CARLO_I32, 1, 1);
+    const uint64_t *seed = carlo_frame_expect(f, "carlo/seed", CARLO_U64, 1, 1);
+    const uint64_t *step = carlo_frame_expect(f, "configuration/step", CARLO_U64, 1, 1);
+    const carlo_chunk *wc = carlo_frame_find(f, "shape/what");
+    if (!shape || !geo || !v || !cnt || !bx || !moves || !seed || !step)
+        return NULL;
+    const char *what = what_name(wc);
+    int dim = shape[0];
+    if ((dim != 2 && dim != 3) || (shape[1] != SHAPE_POLY && shape[1] != SHAPE_ELLIPSOID) ||
+        (shape[1] == SHAPE_POLY && (shape[2] < dim + 1 || shape[2] > SHAPE_VMAX)) || !what ||
+        cnt[2] < 1 || cnt[2] > (uint64_t)SHAPE_N_MAX || !(geo[4] > 0) || !(geo[5] > 0) ||
+        !(geo[5] <= geo[4]) || !(geo[6] > 0) || !(geo[0] >= 0)) {
+        carlo_seterr("bad shape record (dimension %d, kind %d, %d vertices, N = %llu)", dim, shape[1],
+                     shape[2], (unsigned long long)cnt[2]);
+        return NULL;
+    }
+    shape_def sd;
+    memset(&sd, 0, sizeof sd);
+    sd.dim = dim;
+    sd.kind = shape[1];
+    sd.nv = shape[1] == SHAPE_POLY ? shape[2] : 0;
+    sd.sweep = geo[0];
+    sd.axes[0] = geo[1];
+    sd.axes[1] = geo[2];
+    sd.axes[2] = geo[3];
+    sd.R = geo[4];
+    sd.r_in = geo[5];
+    memcpy(sd.v, v, sizeof sd.v);
+    shape_params p;
+    memset(&p, 0, sizeof p);
+    p.shape = &sd;
+    p.volume1 = geo[6];
+    p.what = what;
+    p.N = (int64_t)cnt[2];
+    p.box = carlo_box_make(dim, bx);
+    p.seed = *seed;
+    p.delta = bx[6];
+    p.rotate = bx[7];
+    p.moves_per_cell = moves[0];
+    p.serial = shape[7] != 0;
+    p.device = device;
+    if (p.moves_per_cell < 1 || p.moves_per_cell > SHAPE_MOVES_MAX) {
+        carlo_seterr("bad moves per cell %d", p.moves_per_cell);
+        return NULL;
+    }
+    shape_system *s = shape_alloc(&p);
+    if (!s)
+        return NULL;
+    const carlo_cell_grid *g = &s->grid;
+    int ok = 1;
+    if (s->serial) {
+        const double *x = carlo_frame_expect(f, "shape/x", CARLO_F64, (uint64_t)s->N, 3);
+        const uint32_t *o = carlo_frame_expect(f, "shape/ori", CARLO_U32, (uint64_t)s->N, 4);
+        ok = x && o;
+        if (ok) {
+            memcpy(s->x, x, sizeof(double) * 3 * (size_t)s->N);
+            memcpy(s->ori, o, sizeof(uint32_t) * 4 * (size_t)s->N);
+        }
+    } else {
+        if (shape[3] != g->m[0] || shape[4] != g->m[1] || shape[5] != g->m[2] || shape[6] != g->nmax) {
+            carlo_seterr("the cell grid does not match the box (%d x %d x %d cells of %d slots recorded, "
+                         "%d x %d x %d of %d planned)", shape[3], shape[4], shape[5], shape[6], g->m[0],
+                         g->m[1], g->m[2], g->nmax);
+            shape_destroy(s);
+            return NULL;
+        }
+        uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax, wplanes = (uint64_t)g->naux * (uint64_t)g->nmax;
+        const float *pos = carlo_frame_expect(f, "shape/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells);
+        const uint32_t *aux = carlo_frame_expect(f, "shape/cells/aux", CARLO_U32, wplanes, (uint64_t)g->ncells);
+        const uint32_t *count = carlo_frame_expect(f, "shape/cells/count", CARLO_U32, (uint64_t)g->ncells, 1);
+        ok = pos && aux && count;
+        if (ok) {
+            memcpy(s->cur.pos, pos, carlo_cells_pos_len(g) * sizeof(float));
+            memcpy(s->cur.aux, aux, carlo_cells_aux_len(g) * sizeof(uint32_t));
+            memcpy(s->cur.count, count, (size_t)g->ncells * sizeof(uint32_t));
+        }
+    }
+    if (!ok) {
+        shape_destroy(s);
+        return NULL;
+    }
+    if (!s->serial && (carlo_cells_verify(g, &s->cur, s->N) || shape_push(s))) {
+        shape_destroy(s);
+        return NULL;
+    }
+    s->origin[0] = bx[3];
+    s->origin[1] = bx[4];
+    s->origin[2] = bx[5];
+    s->step = *step;
+    s->sweeps = cnt[0];
+    s->substeps = cnt[1];
+    memcpy(s->cnt, cnt + 3, sizeof s->cnt);
+    if (shape_verify(s)) {
+        shape_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int op_checkpoint(carlo_sys *c, carlo_frame *f)
+{
+    return shape_checkpoint(SYS(c), f);
+}
+
+static carlo_sys *op_restore(const carlo_frame *f, carlo_device_kind device)
+{
+    shape_system *s = shape_restore(f, device);
+    return s ? &s->sys : NULL;
+}
+
+static void op_destroy(carlo_sys *c)
+{
+    shape_destroy(SYS(c));
+}
+
+const carlo_ops shape_ops = {
+    .name = "shape", .unit = "sweeps", .advance = op_advance, .sync = op_sync,
+    .observables = op_observables, .observe = op_observe, .counts = op_counts,
+    .frame = op_frame, .checkpoint = op_checkpoint, .restore = op_restore, .destroy = op_destroy,
+};

@@ -1,0 +1,91 @@
+-- gpu/shape: the CUDA backend of hard shapes against the CPU backend, bit for bit (the same
+-- kernel, src/shape/shape_kernel.h, in double without contraction): positions, orientations and
+-- move counts after NVT sweeps of pentagons, spheropentagons, dodecahedra and ellipsoids; a GPU
+-- checkpoint continued on the CPU; invariants after a longer run. Prints the trial-move rate of
+-- each device (information, not a check).
+local carlo = require "carlo"
+local check = require "check"
+if not check.gpu_or_skip("gpu/shape/bitwise") then return end
+
+local function pair(ctor, t)
+  t.device = "cpu"
+  local c = ctor(t)
+  t.device = "gpu"
+  local g = ctor(t)
+  return c, g
+end
+
+local function same(name, c, g)
+  local sc, sg = c:snapshot(), g:snapshot()
+  local oc, og = c:observe{ pressure = false }, g:observe{ pressure = false }
+  local ok = sc.position == sg.position and sc.orientation == sg.orientation and c.step == g.step
+    and oc.tried == og.tried and oc.accepted == og.accepted
+  local first
+  if not ok then
+    for i = 1, #sc.position do
+      if sc.position[i] ~= sg.position[i] then first = i; break end
+    end
+  end
+  return check.ok(name, ok, ("CPU and GPU differ (first coordinate %s; tried %d / %d, accepted %d / %d)")
+    :format(tostring(first), oc.tried, og.tried, oc.accepted, og.accepted))
+end
+
+local function timed(sys, sweeps)
+  local o0 = sys:observe{ pressure = false }
+  local t = carlo.clock()
+  sys:run{ sweeps = sweeps }
+  sys:sync()
+  local dt = carlo.clock() - t
+  local o1 = sys:observe{ pressure = false }
+  return (o1.tried - o0.tried) / dt
+end
+
+local pent = carlo.shapes.pentagon
+do
+  local c, g = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 4096, phi = 0.676, init = "hex", seed = 1,
+                                           delta = 0.05, rotate = 0.2 })
+  local rc, rg = timed(c, 50), timed(g, 50)
+  same("gpu/shape/bitwise-pentagons", c, g)
+  print(("INFO pentagons N = 4096 phi = 0.676: CPU %.3g, GPU %.3g trial moves/s"):format(rc, rg))
+end
+do
+  local c, g = pair(carlo.hard_polygons, { vertices = pent.vertices, sweep_radius = 0.1, N = 1024, phi = 0.5,
+                                           seed = 2 })
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/shape/bitwise-spheropentagons", c, g)
+end
+do
+  local dod = carlo.shapes.dodecahedron.vertices
+  local start = carlo.hard_polyhedra{ vertices = dod, N = 512, phi = 0.25, seed = 3, device = "cpu" }
+  start:compress{ phi = 0.45, sweeps_between = 2 }
+  local c, g = pair(carlo.hard_polyhedra, { vertices = dod, init = start:snapshot(), seed = 3, delta = 0.05,
+                                            rotate = 0.1 })
+  local rc, rg = timed(c, 20), timed(g, 20)
+  same("gpu/shape/bitwise-dodecahedra", c, g)
+  print(("INFO dodecahedra N = 512 phi = 0.45: CPU %.3g, GPU %.3g trial moves/s"):format(rc, rg))
+  local path = check.tmp .. "/shape_gpu.carlo"
+  g:save(path)
+  local back = carlo.load(path, { device = "cpu" })
+  back:run{ sweeps = 10 }
+  g:run{ sweeps = 10 }
+  same("gpu/shape/checkpoint-gpu-to-cpu", back, g)
+end
+do
+  local c, g = pair(carlo.hard_ellipsoids, { a = 1, b = 0.6, c = 0.4, N = 500, phi = 0.3, seed = 4 })
+  c:run{ sweeps = 50 }
+  g:run{ sweeps = 50 }
+  same("gpu/shape/bitwise-ellipsoids", c, g)
+end
+do
+  local g = carlo.hard_polygons{ vertices = pent.vertices, N = 65536, phi = 0.676, init = "hex", seed = 5,
+                                 device = "gpu" }
+  g:run{ sweeps = 500 }
+  local ok, why = g:verify()
+  check.ok("gpu/shape/invariants", ok, why)
+  -- compression on the GPU: the same chain as on the CPU
+  local c2, g2 = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 256, phi = 0.4, seed = 6 })
+  c2:compress{ phi = 0.6, sweeps_between = 2 }
+  g2:compress{ phi = 0.6, sweeps_between = 2 }
+  same("gpu/shape/bitwise-compress", c2, g2)
+end
