@@ -432,6 +432,14 @@ static int run_continuous(carlo_sys *s, const carlo_run_opts *o, carlo_run_resul
         while (next_k * every <= t)
             next_k += 1;
     }
+    if (every > 0 && t == 0) { /* the initial configuration: a run from t = 0 starts with it */
+        carlo_frame f0;
+        carlo_frame_init(&f0);
+        int frc = s->ops->frame(s, &f0) || o->write(o->ctx, &f0) ? -1 : 0;
+        carlo_frame_free(&f0);
+        if (frc)
+            return -1;
+    }
     const double t0 = carlo_now();
     uint64_t budget = 1;
     double chunk_seconds = 0;

@@ -190,8 +190,9 @@ typedef struct carlo_run_opts {
     uint64_t n;          /* STEP, EVENTS: this many more units */
     double time;         /* TIME: this much more model time */
     /* Frames: when the step is a multiple of every (step models) or at every multiple of
-     * every_time in model time (continuous ones), handed to write (which may take the
-     * frame's owned buffers). */
+     * every_time in model time (continuous ones, from t = 0: a run that starts at t = 0
+     * writes the initial configuration first), handed to write (which may take the frame's
+     * owned buffers). */
     uint64_t every;
     double every_time;
     int (*write)(void *ctx, carlo_frame *f);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 
 const lj_cb_backend *lj_cb_gpu_backend;
 
@@ -335,6 +336,8 @@ static int widom(lj_system *ls, uint32_t n, uint64_t sample, double *out)
     double tail = lj_widom_tail(ls);
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < (int64_t)n; k++) {
+        if (carlo_interrupted) /* Ctrl-C: the rest is skipped, lj_widom reports it */
+            continue;
         double p[3];
         lj_widom_position(&s->g, s->seed, sample, (uint32_t)k, p);
         int xyz[3] = {0, 0, 0};

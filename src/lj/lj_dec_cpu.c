@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "lj/lj_dec.h"
 
 typedef struct cpu_impl {
@@ -334,6 +335,8 @@ static int cpu_widom(lj_dec_system *s, uint32_t n, uint64_t sample, double *out)
     double tail = lj_widom_tail(&s->lj);
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < (int64_t)n; k++) {
+        if (carlo_interrupted) /* Ctrl-C: the rest is skipped, lj_widom reports it */
+            continue;
         double p[3];
         lj_widom_position(&s->g, s->seed, sample, (uint32_t)k, p);
         lj_uw e = s->sum == LJ_SUM_ALL

@@ -133,6 +133,10 @@ int lj_widom(lj_system *s, uint32_t n, double *mean)
         free(b);
         return -1;
     }
+    if (carlo_interrupted) { /* the CPU loops stop early on Ctrl-C: no partial mean */
+        free(b);
+        return carlo_seterr("interrupted");
+    }
     s->samples++;
     double sum = 0.0;
     for (uint32_t k = 0; k < n; k++)

@@ -26,14 +26,13 @@ static potts_system *check(lua_State *L, int idx)
     return (potts_system *)carlo_lua_check(L, idx, &potts_lua_model);
 }
 
-/* A temperature from the table at -1 (T) as beta, or a Lua error naming it. */
-static double beta_of_T(lua_State *L, const char *where, const char *what, int k)
+/* Item k of the list at idx, a temperature: its beta. The message names the item and the value
+ * received ("temperatures[2] must be a number >= 0.00564972 (got the string "1")"). */
+static double beta_of_T(lua_State *L, int idx, const char *where, const char *what, int k)
 {
-    if (lua_type(L, -1) != LUA_TNUMBER)
-        luaL_error(L, "%s: %s[%d] must be a number (got %s)", where, what, k, luaL_typename(L, -1));
-    double T = lua_tonumber(L, -1);
+    double T = carlo_arg_item_num(L, idx, where, what, k, 1.0 / POTTS_BETA_MAX, 1, INFINITY, 0);
     double beta = 1.0 / T;
-    if (!(T > 0) || !potts_beta_ok(beta))
+    if (!potts_beta_ok(beta))
         luaL_error(L, "%s: %s[%d] must be a temperature >= 1/%f (got %f)", where, what, k,
                    POTTS_BETA_MAX, T);
     return beta;
@@ -90,11 +89,8 @@ static int construct(lua_State *L, int ensemble)
             return luaL_error(L, "%s: temperatures must list 1 to %d temperatures (got %d)", where,
                               1 << 20, R);
         beta = (double *)lua_newuserdatauv(L, sizeof(double) * (size_t)R, 0); /* freed by the GC */
-        for (int k = 0; k < R; k++) {
-            lua_rawgeti(L, -2, k + 1);
-            beta[k] = beta_of_T(L, where, "temperatures", k + 1);
-            lua_pop(L, 1);
-        }
+        for (int k = 0; k < R; k++)
+            beta[k] = beta_of_T(L, -2, where, "temperatures", k + 1);
         int up = 0, down = 0;
         for (int k = 1; k < R; k++) {
             up += beta[k] < beta[k - 1];

@@ -106,3 +106,21 @@ for _, m in ipairs(M.list) do
     check.ok(base .. "at-least-25-cases", n >= 25, ("%d cases"):format(n))
   end
 end
+
+-- List-valued keys: the item is named with its index, the value received is shown, and the
+-- allowed range is given (the ensemble's temperatures, as every other list key).
+do
+  local bad = {
+    { { 1, "2" }, "temperatures[2]", "(got the string \"2\")" },
+    { { true, 2 }, "temperatures[1]", "(got true)" },
+    { { 1, {} }, "temperatures[2]", "(got a table)" },
+    { { 1, 0 }, "temperatures[2]", "(got 0)" },
+    { { 1, NAN }, "temperatures[2]", "(got" },
+    { { 1, INF }, "temperatures[2]", "(got inf)" },
+  }
+  for i, b in ipairs(bad) do
+    check.raises("lua/bad_input/potts_ensemble/temperatures-" .. i, function()
+      carlo.potts_ensemble{ L = 8, q = 3, temperatures = b[1], seed = 1, device = "cpu" }
+    end, "carlo.potts_ensemble: " .. b[2] .. " must be a number >= ", b[3])
+  end
+end

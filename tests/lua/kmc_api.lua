@@ -432,7 +432,7 @@ do
   end
 end
 
--- ---------- trajectories: a frame at every multiple of every in model time ----------
+-- ---------- trajectories: a frame at every multiple of every in model time, from t = 0 ----------
 do
   local path = check.tmp .. "/kmc-run.ctr"
   local sys = carlo.kmc{ model = "sos_growth", m = 16, n = 16, bond = 1, seed = 4, device = "cpu" }
@@ -442,14 +442,43 @@ do
   local rd = carlo.trajectory(path, "r")
   local last = rd:frame(-1)
   local snap = sys:snapshot()
-  local same = #rd == 4 and last["log/t"][1] == sys.t and last["configuration/step"][1] == sys.step
-    and last["log/events"][1] == sys.events and rd:frame(1)["log/t"][1] == 0.5
+  local same = #rd == 5 and last["log/t"][1] == sys.t and last["configuration/step"][1] == sys.step
+    and last["log/events"][1] == sys.events and rd:frame(2)["log/t"][1] == 0.5
   for i = 1, 16 * 16 do same = same and last["lattice/height"][i] == snap.state[i] end
   check.ok("lua/kmc/run-writes-trajectory", same, ("%d frames, t %s"):format(#rd, tostring(last["log/t"][1])))
+  -- the first frame is the initial configuration at t = 0 (flat: every height 0, no event)
+  local first = rd:frame(1)
+  local flat = first["log/t"][1] == 0 and first["log/events"][1] == 0 and first["configuration/step"][1] == 0
+  for i = 1, 16 * 16 do flat = flat and first["lattice/height"][i] == 0 end
+  check.ok("lua/kmc/run-frame-at-t0", flat, ("first frame at t = %s"):format(tostring(first["log/t"][1])))
   rd:close()
+  -- a run that goes on from t = 2 does not repeat the frame there
+  tr = carlo.trajectory(path, "a")
+  sys:run{ time = 1.0, every = 0.5, trajectory = tr }
+  tr:close()
+  rd = carlo.trajectory(path, "r")
+  local ts = {}
+  for k = 1, #rd do ts[k] = rd:frame(k)["log/t"][1] end
+  check.ok("lua/kmc/run-frames-continue", #rd == 7 and ts[5] == 2 and ts[6] == 2.5 and ts[7] == 3,
+    ("%d frames, t = %s"):format(#rd, table.concat(ts, ", ")))
+  rd:close()
+  -- algorithms and runs for events start with the same frame
+  for _, alg in ipairs{ "serial", "bkl" } do
+    local s2 = carlo.kmc{ model = "sos_growth", m = 16, n = 16, bond = 1, seed = 4, algorithm = alg }
+    local p2 = check.tmp .. "/kmc-run-" .. alg .. ".ctr"
+    local t2 = carlo.trajectory(p2, "w")
+    s2:run{ events = 2000, every = 0.5, trajectory = t2 }
+    t2:close()
+    t2 = carlo.trajectory(p2, "r")
+    local ok = #t2 >= 1 and t2:frame(1)["log/t"][1] == 0 and t2:frame(1)["log/events"][1] == 0
+    for k = 2, #t2 do ok = ok and t2:frame(k)["log/t"][1] == 0.5 * (k - 1) end
+    check.ok("lua/kmc/run-frame-at-t0-" .. alg, ok, ("%d frames"):format(#t2))
+    t2:close()
+  end
   check.raises("lua/kmc/run-every-without-trajectory", function() sys:run{ time = 1, every = 0.5 } end,
                "trajectory and every go together")
   -- absurd frame intervals are refused before anything runs
+  local t_before = sys.t
   tr = carlo.trajectory(path, "w")
   check.raises("lua/kmc/run-every-absurd-time", function()
     sys:run{ time = 1, every = 1e-300, trajectory = tr }
@@ -458,7 +487,7 @@ do
     sys:run{ events = 1000, every = 1e-300, trajectory = tr }
   end, "every = 1e-300 would write at least", "at most 1e9")
   tr:close()
-  check.eq("lua/kmc/run-every-absurd-nothing-ran", sys.t, 2.0)
+  check.eq("lua/kmc/run-every-absurd-nothing-ran", sys.t, t_before)
 end
 
 -- ---------- Ctrl-C stops a long single step, not only between steps ----------
