@@ -1,6 +1,8 @@
 # carlo — one build: the CPU backends always, the CUDA backends when nvcc is found.
 #   make                 build build/carlo, build/libcarlo.a, build/carlo.so
 #   make CUDA=0          CPU-only build, even where nvcc exists
+#   make MPI=1           with MPI (mpirun -np R build/carlo script.lua; carlo-mpi(7)): mpicc's
+#                        flags (Open MPI's --showme), or MPI_CFLAGS=... MPI_LIBS=... given
 #   make LUA_CFLAGS=... LUA_LIBS=...   Lua from somewhere pkg-config does not know
 #                        (scripts/lua-from-debs prints these for Lua unpacked from .deb files)
 #   make test | test-gpu | validate | bench | demo | install PREFIX=... | clean
@@ -11,6 +13,24 @@ NVCC       ?= nvcc
 PKG_CONFIG ?= pkg-config
 
 CUDA ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
+
+# MPI only when asked for (MPI=1): src/mpi/mpi.c then, else the one-process src/mpi/mpi_none.c.
+MPI   ?= 0
+MPICC ?= mpicc
+ifeq ($(MPI),1)
+ifeq ($(origin MPI_LIBS),undefined)
+ifeq ($(shell command -v $(MPICC) 2>/dev/null),)
+$(error MPI=1: $(MPICC) not found (install openmpi-bin libopenmpi-dev, or give MPI_CFLAGS= MPI_LIBS=))
+endif
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
+endif
+MPI_SKIP := src/mpi/mpi_none.c
+else
+MPI_CFLAGS :=
+MPI_LIBS   :=
+MPI_SKIP := src/mpi/mpi.c
+endif
 
 LUA_PKG    := $(firstword $(foreach p,lua5.4 lua-5.4 lua54,$(shell $(PKG_CONFIG) --exists $(p) 2>/dev/null && echo $(p))))
 LUA_CFLAGS ?= $(shell $(PKG_CONFIG) --cflags $(LUA_PKG) 2>/dev/null)
@@ -29,11 +49,11 @@ ALL_CFLAGS = -std=c11 -Wall -Wextra -Werror -fPIC -fopenmp -ffp-contract=off -D_
 # (carlo_advance_all: ensembles) queue on their own streams, so their kernels run side by side.
 ALL_NVCCFLAGS = -std=c++17 $(CUDA_ARCH) -fmad=false --default-stream per-thread -Werror all-warnings \
              -Xcompiler -fPIC,-Wall,-Wextra,-Werror -Isrc $(LUA_CFLAGS) $(NVCCFLAGS)
-LDLIBS     = $(LUA_LIBS) -lz -lm -ldl -lpthread -fopenmp
+LDLIBS     = $(LUA_LIBS) $(MPI_LIBS) -lz -lm -ldl -lpthread -fopenmp
 CUDA_LIBS  = $(if $(filter 1,$(CUDA)),-L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib \
              -lcudart_static -lrt -lstdc++)
 
-LIB_C   := $(sort $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c)))
+LIB_C   := $(sort $(filter-out src/main.c $(MPI_SKIP),$(wildcard src/*.c src/*/*.c)))
 LUA_SRC := $(sort $(wildcard lua/carlo/*.lua))
 ifeq ($(CUDA),1)
 CU_SRC  := $(sort $(wildcard cuda/*.cu))
@@ -62,6 +82,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
+# Only src/mpi/mpi.c includes <mpi.h>.
+$(BUILD)/src/mpi/mpi.o: ALL_CFLAGS += $(MPI_CFLAGS)
+
 $(BUILD)/cuda/%.o: cuda/%.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(ALL_NVCCFLAGS) -MMD -MP -c $< -o $@
@@ -86,7 +109,7 @@ $(BUILD)/carlo: $(BUILD)/src/main.o $(BUILD)/libcarlo.a
 
 # The Lua module: Lua's own symbols come from the interpreter that loads it.
 $(BUILD)/carlo.so: $(LIB_OBJ) $(LIST_DIR)/obj.list
-	$(CC) $(LDFLAGS) -shared -o $@ $(LIB_OBJ) $(CUDA_LIBS) -lz -lm -ldl -lpthread -fopenmp
+	$(CC) $(LDFLAGS) -shared -o $@ $(LIB_OBJ) $(CUDA_LIBS) $(MPI_LIBS) -lz -lm -ldl -lpthread -fopenmp
 
 $(BUILD)/tests/unit_%: tests/unit/%.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
@@ -115,7 +138,7 @@ $(BUILD)/fuzz/traj_fuzz: $(TRAJ_FUZZ_SRC) $(wildcard src/traj/*.h src/core/*.h)
 	    $(LUA_LIBS) -lz -lm -lpthread
 
 test: all $(TEST_BIN)
-	@BUILD=$(BUILD) tests/run unit lua gpu
+	@BUILD=$(BUILD) tests/run unit lua gpu mpi
 
 test-gpu: all $(TEST_BIN)
 	@BUILD=$(BUILD) CARLO_REQUIRE_GPU=1 tests/run gpu
@@ -130,7 +153,7 @@ SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 SANITIZE_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_string_checks=1 \
                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 sanitize:
-	@$(MAKE) --no-print-directory CUDA=0 BUILD=$(BUILD)/sanitize CFLAGS="-O1 -g $(SANITIZE)" \
+	@$(MAKE) --no-print-directory CUDA=0 MPI=0 BUILD=$(BUILD)/sanitize CFLAGS="-O1 -g $(SANITIZE)" \
 	    LDFLAGS="$(SANITIZE)" all $(TEST_BIN:$(BUILD)/%=$(BUILD)/sanitize/%)
 	@BUILD=$(BUILD)/sanitize CARLO_SANITIZED=1 CARLO_SANITIZE_FLAGS="$(SANITIZE)" $(SANITIZE_ENV) \
 	    tests/run unit lua

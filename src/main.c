@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "carlo.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "mpi/mpi.h"
 #include "runtime.h"
 #include "traj/export.h"
 
@@ -52,15 +54,24 @@ static void on_sigint(int sig)
         lua_sethook(global_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
+/* Under mpirun an error or Ctrl-C on one rank stops them all (carlo_mpi_abort, below), with
+ * the message printed once: rank 0 prints at once; another rank waits a moment, so that when
+ * rank 0 failed too (the same script line everywhere) its abort ends the wait unprinted. */
 static int report(carlo_runtime *rt, int failed)
 {
     if (!failed)
         return 0;
+    char who[64] = "carlo";
+    if (carlo_mpi_size() > 1 && carlo_mpi_rank() != 0) {
+        struct timespec wait = {0, 500000000};
+        nanosleep(&wait, NULL);
+        snprintf(who, sizeof who, "carlo (rank %d of %d)", carlo_mpi_rank(), carlo_mpi_size());
+    }
     if (carlo_interrupted) {
-        fprintf(stderr, "carlo: interrupted\n");
+        fprintf(stderr, "%s: interrupted\n", who);
         return 130;
     }
-    fprintf(stderr, "carlo: %s\n", carlo_error(rt));
+    fprintf(stderr, "%s: %s\n", who, carlo_error(rt));
     return 1;
 }
 
@@ -170,9 +181,22 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (carlo_mpi_init(NULL, NULL)) {
+        fprintf(stderr, "carlo: %s\n", carlo_errmsg());
+        return 1;
+    }
+    if (carlo_mpi_rank() != 0)
+        carlo_quiet = 1; /* progress lines and notices from rank 0 only */
+    /* ranks sharing a machine share its cores, unless OMP_NUM_THREADS says otherwise: threads
+     * that spin-wait on more threads than cores stall every collective */
+    if (carlo_mpi_size() > 1 && !getenv("OMP_NUM_THREADS")) {
+        int local = carlo_mpi_local_size(), all = carlo_threads_all();
+        carlo_threads_fix(all / local > 1 ? all / local : 1);
+    }
     carlo_runtime *rt = carlo_open();
     if (!rt) {
         fprintf(stderr, "carlo: cannot create the Lua state\n");
+        carlo_mpi_abort(1);
         return 1;
     }
     /* "--device gpu" without a GPU is an error now, not at the first system */
@@ -180,6 +204,7 @@ int main(int argc, char **argv)
     if (strcmp(carlo_device_default(), "auto") != 0 && carlo_device_resolve(NULL, &kind)) {
         fprintf(stderr, "carlo: --device %s: %s\n", carlo_device_default(), carlo_errmsg());
         carlo_close(rt);
+        carlo_mpi_finalize();
         return 1;
     }
     global_L = carlo_lua(rt);
@@ -205,5 +230,10 @@ int main(int argc, char **argv)
      * would stop a trajectory's close half-way (its index unwritten) */
     lua_sethook(carlo_lua(rt), NULL, 0, 0);
     carlo_close(rt); /* finalizers flush logs and trajectories */
+    if (rc != 0 && carlo_mpi_size() > 1) {
+        fflush(NULL);
+        carlo_mpi_abort(rc); /* the other ranks may wait in a collective for this one */
+    }
+    carlo_mpi_finalize();
     return rc;
 }

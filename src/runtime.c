@@ -14,6 +14,7 @@
 #include "hard/hard_lua.h"
 #include "kmc/kmc_lua.h"
 #include "lj/lj_lua.h"
+#include "mpi/mpi_lua.h"
 #include "potts/potts_lua.h"
 #include "shape/shape_lua.h"
 #include "system/system_lua.h"
@@ -35,6 +36,7 @@ static void (*const openers[])(lua_State *L) = {
     lj_lua_open,
     kmc_lua_open,
     fe_lua_open,
+    carlo_mpi_lua_open,
     shape_lua_open,
 };
 

@@ -12,6 +12,9 @@
 -- it bit for bit. Exchanges swap the control values (not the configurations) and accept with
 -- min(1, exp((l_a - l_b)(y_a - y_b))), l the control's conjugate weight (beta = 1/T, beta, or the
 -- reduced pressure) and y the replica's extensive conjugate (total energy, or volume).
+-- Under mpirun (carlo-mpi(7)) the replicas are spread over the ranks in contiguous blocks; each
+-- rank advances its own, the conjugates and samples are gathered, and every rank makes the same
+-- exchange decisions, so the results are those of one process bit for bit.
 local carlo = require "carlo"
 
 local Ensemble = {}
@@ -40,15 +43,90 @@ local function conjugate(sys, control)
   error(("carlo.ensemble: a %s system reports no energy to exchange %s with"):format(sys.model, control), 3)
 end
 
--- The weight per unit of the conjugate: exp(-l y).
-local function weight_of(control, value, sys)
+-- The temperature a pressure is reduced by (1 for other controls, or where sys has no T).
+local function temperature_of(control, sys)
+  if control ~= "pressure" then return 1 end
+  local ok, T = pcall(function() return sys.T end)
+  return (ok and type(T) == "number") and T or 1
+end
+
+-- The weight per unit of the conjugate: exp(-l y); T from temperature_of.
+local function weight_of(control, value, T)
   if control == "T" then return 1 / value end
   if control == "beta" then return value end
-  if control == "pressure" then
-    local ok, T = pcall(function() return sys.T end)
-    return value / ((ok and type(T) == "number") and T or 1)
-  end
+  if control == "pressure" then return value / T end
   error(("carlo.ensemble: no exchange rule for control '%s' (T, beta, pressure)"):format(control), 3)
+end
+
+-- The replicas of this MPI rank: the contiguous block lo..hi of 1..R (all of them in one
+-- process). Every rank holds one at least.
+local function block(R, where, level)
+  local p, n = carlo.mpi.rank, carlo.mpi.size
+  if R < n then
+    error(("%s: %d replicas on %d MPI ranks (each rank needs one replica at least)"):format(where, R, n),
+      level + 1)
+  end
+  return p * R // n + 1, (p + 1) * R // n
+end
+
+-- The rank that holds replica r of R (the block holding it).
+local function owner(R, r)
+  local n = carlo.mpi.size
+  for p = 0, n - 1 do
+    if r <= (p + 1) * R // n then return p end
+  end
+end
+
+local function slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- pop[r] takes pop[src]'s state and keeps its own seed (sys:assign). Where another rank holds
+-- src, its checkpoint travels to every rank (a broadcast from src's rank, which every rank
+-- makes in the same order) and the rank of r takes it from there.
+local function take(pop, R, r, src)
+  local from = owner(R, src)
+  if from == owner(R, r) then -- one rank holds both: no other takes part
+    if pop[r] then pop[r]:assign(pop[src]) end
+    return
+  end
+  local bytes
+  if pop[src] then
+    local path = os.tmpname()
+    pop[src]:save(path)
+    bytes = slurp(path)
+    os.remove(path)
+  end
+  bytes = carlo.mpi.broadcast(bytes, from)
+  if pop[r] then
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    assert(f:write(bytes))
+    assert(f:close())
+    local ok, from = pcall(carlo.load, path, { device = pop[r].device })
+    os.remove(path)
+    if not ok then error(from, 0) end
+    pop[r]:assign(from)
+    from:close()
+  end
+end
+
+-- Replicas are spread over the MPI ranks, never split over them (carlo-mpi(7)).
+local function no_split(args, where, level)
+  if type(args) == "table" and args.decompose then
+    error(("%s: args.decompose: the replicas are spread over the MPI ranks; a lattice split over "
+      .. "them is one system's"):format(where), level + 1)
+  end
+end
+
+-- Per-replica numbers of this rank's replicas (width per replica, replica lo first) gathered
+-- from every rank, in replica order: entry (r - 1) * width + i on every rank.
+local function gather(mine)
+  if carlo.mpi.size == 1 then return mine end
+  return (carlo.mpi.allgather(mine))
 end
 
 local function check_keys(t, where, allowed, level)
@@ -92,13 +170,15 @@ function carlo.ensemble(t)
       :format(where, tostring(t.model)), 2)
   end
   local control, values = one_control(t.controls, where, 2)
+  no_split(t.args, where, 2)
   local seed = t.seed
   if math.type(seed) ~= "integer" or seed < 0 then
     error(("%s: seed must be an integer >= 0 (got %s)"):format(where, tostring(seed)), 2)
   end
   local e = setmetatable({ control = control, values = {}, seed = seed, systems = {}, slot = {},
                            tried = {}, accepted = {}, direction = {}, round_trips = {},
-                           exchanges = 0, model = t.model }, Ensemble)
+                           exchanges = 0, model = t.model, mine = {} }, Ensemble)
+  e.lo, e.hi = block(#values, where, 2)
   for r = 1, #values do
     local args = {}
     for k, v in pairs(t.args or {}) do args[k] = v end
@@ -109,7 +189,10 @@ function carlo.ensemble(t)
     args.device = t.device or args.device
     args.quiet = t.quiet or args.quiet
     args[control] = values[r]
-    e.systems[r] = carlo[ctor](args)
+    if r >= e.lo and r <= e.hi then
+      e.systems[r] = carlo.mpi.own(carlo[ctor](args))
+      e.mine[#e.mine + 1] = e.systems[r]
+    end
     e.values[r] = values[r]
     e.slot[r] = r -- slot[k]: the replica at control value k
     e.direction[r], e.round_trips[r] = 0, 0
@@ -119,7 +202,7 @@ function carlo.ensemble(t)
   return e
 end
 
--- The system at control value k (default 1).
+-- The system at control value k (default 1); nil where another MPI rank holds it.
 function Ensemble:system(k)
   return self.systems[self.slot[k or 1]]
 end
@@ -128,11 +211,18 @@ end
 function Ensemble:exchange()
   local R = self.replicas
   if R < 2 then return self end
+  local mine = {}
+  for r = self.lo, self.hi do
+    local sys = self.systems[r]
+    mine[2 * (r - self.lo) + 1] = conjugate(sys, self.control)
+    mine[2 * (r - self.lo) + 2] = temperature_of(self.control, sys)
+  end
+  local all = gather(mine)
   local y, l = {}, {}
   for k = 1, R do
-    local sys = self.systems[self.slot[k]]
-    y[k] = conjugate(sys, self.control)
-    l[k] = weight_of(self.control, self.values[k], sys)
+    local r = self.slot[k]
+    y[k] = all[2 * r - 1]
+    l[k] = weight_of(self.control, self.values[k], all[2 * r])
   end
   local parity = self.exchanges % 2
   for k = 1 + parity, R - 1, 2 do
@@ -141,8 +231,8 @@ function Ensemble:exchange()
     if d >= 0 or carlo.uniform(self.seed, self.exchanges, k) < math.exp(d) then
       self.accepted[k] = self.accepted[k] + 1
       local a, b = self.slot[k], self.slot[k + 1]
-      self.systems[a][self.control] = self.values[k + 1]
-      self.systems[b][self.control] = self.values[k]
+      if self.systems[a] then self.systems[a][self.control] = self.values[k + 1] end
+      if self.systems[b] then self.systems[b][self.control] = self.values[k] end
       self.slot[k], self.slot[k + 1] = b, a
       y[k], y[k + 1] = y[k + 1], y[k]
     end
@@ -157,7 +247,7 @@ function Ensemble:exchange()
 end
 
 local function amount_of(self, t, where)
-  local unit = self.systems[1].unit
+  local unit = self.mine[1].unit
   local n = t[unit]
   if math.type(n) ~= "integer" or n < 0 then
     error(("%s: %s must be an integer >= 0 (got %s)"):format(where, unit, tostring(n)), 3)
@@ -178,11 +268,11 @@ function Ensemble:run(t)
   local unit, n, every = amount_of(self, t, where)
   local left = n
   while left > 0 do
-    local step = self.systems[1].step
+    local step = self.mine[1].step
     local m = every and math.min(left, every - step % every) or left
-    carlo.advance(self.systems, m) -- together: GPU replicas in flight at once, CPU ones across threads
+    carlo.advance(self.mine, m) -- together: GPU replicas in flight at once, CPU ones across threads
     left = left - m
-    if every and self.systems[1].step % every == 0 then self:exchange() end
+    if every and self.mine[1].step % every == 0 then self:exchange() end
   end
   return self
 end
@@ -209,7 +299,8 @@ function Ensemble:sample(t)
   end
   -- samples are taken per control value, replicas moving between values with the exchanges:
   -- the series of value k is built from whichever replica holds it at each sample
-  local names = self.systems[1].observables
+  local names = self.mine[1].observables
+  local nn = #names
   local series = {}
   for k = 1, self.replicas do
     series[k] = {}
@@ -217,9 +308,15 @@ function Ensemble:sample(t)
   end
   for j = 1, n // every do
     self:run{ [unit] = every, exchange_every = every_x }
+    local mine = {}
+    for r = self.lo, self.hi do
+      local o = self.systems[r]:observe()
+      for i, name in ipairs(names) do mine[(r - self.lo) * nn + i] = o[name] end
+    end
+    local all = gather(mine)
     for k = 1, self.replicas do
-      local o = self:system(k):observe()
-      for _, name in ipairs(names) do series[k][name][j] = o[name] end
+      local at = (self.slot[k] - 1) * nn
+      for i, name in ipairs(names) do series[k][name][j] = all[at + i] end
     end
   end
   local out = {}
@@ -230,7 +327,7 @@ function Ensemble:sample(t)
       est.tau = est.tau * every
       s[name] = est
     end
-    if t.series then s.series = keep_series(series[k], self.systems[1]) end
+    if t.series then s.series = keep_series(series[k], self.mine[1]) end
     out[k] = s
   end
   return out
@@ -266,7 +363,8 @@ function Ensemble:equalize()
   new[R] = self.values[R]
   for k = 1, R do
     self.values[k] = new[k]
-    self.systems[self.slot[k]][self.control] = new[k]
+    local sys = self.systems[self.slot[k]]
+    if sys then sys[self.control] = new[k] end
   end
   for k = 1, R - 1 do self.tried[k], self.accepted[k] = 0, 0 end
   return self
@@ -289,11 +387,15 @@ function Ensemble:save(path)
   list("direction", self.direction)
   list("round_trips", self.round_trips)
   lines[#lines + 1] = "}"
-  for r = 1, self.replicas do self.systems[r]:save(("%s.%d"):format(path, r)) end
-  local f = assert(io.open(path .. ".tmp", "w"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-  assert(os.rename(path .. ".tmp", path))
+  -- each MPI rank its own replicas' files, rank 0 the ensemble's; done on every rank together
+  for r = self.lo, self.hi do self.systems[r]:save(("%s.%d"):format(path, r)) end
+  if carlo.mpi.rank == 0 then
+    local f = assert(io.open(path .. ".tmp", "w"))
+    f:write(table.concat(lines, "\n"), "\n")
+    f:close()
+    assert(os.rename(path .. ".tmp", path))
+  end
+  carlo.mpi.barrier()
 end
 
 function carlo.load_ensemble(path, opts)
@@ -303,8 +405,13 @@ function carlo.load_ensemble(path, opts)
   local e = setmetatable({ control = st.control, values = st.values, seed = st.seed, slot = st.slot,
                            tried = st.tried, accepted = st.accepted, direction = st.direction,
                            round_trips = st.round_trips, exchanges = st.exchanges, model = st.model,
-                           systems = {} }, Ensemble)
-  for r = 1, #st.values do e.systems[r] = carlo.load(("%s.%d"):format(path, r), opts) end
+                           systems = {}, mine = {} }, Ensemble)
+  -- the replicas of this rank, whatever the number of ranks that saved them
+  e.lo, e.hi = block(#st.values, "carlo.load_ensemble", 2)
+  for r = e.lo, e.hi do
+    e.systems[r] = carlo.mpi.own(carlo.load(("%s.%d"):format(path, r), opts))
+    e.mine[#e.mine + 1] = e.systems[r]
+  end
   e.replicas = #st.values
   return e
 end
@@ -317,6 +424,9 @@ end
 -- Returns one row per beta: { beta, lnZ (ln Z(beta) - ln Z(beta_0) + lnZ0), betaF = -lnZ,
 -- e (population mean of the energy per particle or site, with the population's spread as err),
 -- family_entropy, effective_size (R^2 / sum over families of n_i^2 ... as R / rho_t) }.
+-- Under mpirun the population is spread over the ranks in blocks (the second result holds this
+-- rank's members only); a copy whose source is on another rank travels as a checkpoint. The
+-- rows are those of one process bit for bit.
 function carlo.population_annealing(t)
   local where = "carlo.population_annealing"
   if type(t) ~= "table" then error(where .. ": expects a table", 2) end
@@ -331,19 +441,23 @@ function carlo.population_annealing(t)
     if not (betas[k] > betas[k - 1]) then error(where .. ": beta must increase", 2) end
   end
   local sweeps = t.sweeps or 10
+  no_split(t.args, where, 2)
   local seed = t.seed
   if math.type(seed) ~= "integer" or seed < 0 then error(where .. ": seed must be an integer >= 0", 2) end
-  local pop = {}
-  for r = 1, R do
+  -- under mpirun each rank holds a block of the population (pop[r] nil for the others')
+  local lo, hi = block(R, where, 2)
+  local pop, mine = {}, {}
+  for r = lo, hi do
     local args = {}
     for k, v in pairs(t.args or {}) do args[k] = v end
     args.seed = carlo.replica_seed(seed, r)
     args.beta = betas[1]
     args.device = t.device or args.device
     args.quiet = true
-    pop[r] = carlo[ctor](args)
+    pop[r] = carlo.mpi.own(carlo[ctor](args))
+    mine[#mine + 1] = pop[r]
   end
-  local N = pop[1].N
+  local N = pop[lo].N
   local family = {}
   for r = 1, R do family[r] = r end
   local lnZ = t.lnZ0 or 0
@@ -354,8 +468,11 @@ function carlo.population_annealing(t)
   local energies = {}
   local function measure(beta, k)
     local sum, sum2 = 0, 0
+    local local_E = {}
+    for r = lo, hi do local_E[r - lo + 1] = conjugate(pop[r], "beta") end
+    local all = gather(local_E)
     for r = 1, R do
-      local E = conjugate(pop[r], "beta")
+      local E = all[r]
       energies[r] = E
       sum, sum2 = sum + E, sum2 + E * E
     end
@@ -374,7 +491,7 @@ function carlo.population_annealing(t)
     rows[#rows + 1] = row
     if log then log:row(row) end
   end
-  carlo.advance(pop, sweeps)
+  carlo.advance(mine, sweeps)
   measure(betas[1], 0)
   for k = 2, #betas do
     local db = betas[k] - betas[k - 1]
@@ -405,13 +522,13 @@ function carlo.population_annealing(t)
       if copies[r] == 0 then
         local src = donors[d]
         d = d + 1
-        pop[r]:assign(pop[src])
+        take(pop, R, r, src)
         newfam[r] = family[src]
       end
     end
     family = newfam
-    for r = 1, R do pop[r].beta = betas[k] end
-    carlo.advance(pop, sweeps) -- together: GPU replicas in flight at once, CPU ones across threads
+    for r = lo, hi do pop[r].beta = betas[k] end
+    carlo.advance(mine, sweeps) -- together: GPU replicas in flight at once, CPU ones across threads
     measure(betas[k], k - 1)
     if not t.quiet and carlo.interactive() then
       io.stderr:write(("\rpopulation annealing: beta = %.5g (%d/%d) \27[K%s")

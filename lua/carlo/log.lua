@@ -5,6 +5,8 @@
 --   out:row{ T = 0.72, e = s.e }   -- an estimate { mean =, err = } fills columns e and e_err
 --                                  -- (and e_plateau, 1 or 0, when it carries plateau)
 --   out:close()                    -- also done by the garbage collector and at exit
+-- Under mpirun (carlo-mpi(7)) rank 0 writes the file and the other ranks check their rows but
+-- write them nowhere, unless the log is their own: carlo.log(path, { own = true }).
 -- The file starts with comment lines ('#', which gnuplot, numpy and pandas' comment='#'
 -- skip): the carlo version and the date, then what the caller passed: with system = sys its
 -- model, seed, device and the values of its controls (sys.controls), and the header table's
@@ -161,14 +163,14 @@ local function header_lines(opts, verb)
   return table.concat(lines, "\n") .. "\n"
 end
 
-local allowed = { columns = true, append = true, header = true, system = true }
+local allowed = { columns = true, append = true, header = true, system = true, own = true }
 
 function carlo.log(path, opts)
   if type(path) ~= "string" then error("carlo.log: expects a file name", 2) end
   opts = opts or {}
   for k in pairs(opts) do
     if not allowed[k] then
-      error(("carlo.log: unknown option '%s' (allowed: append, columns, header, system)")
+      error(("carlo.log: unknown option '%s' (allowed: append, columns, header, own, system)")
         :format(tostring(k)), 2)
     end
   end
@@ -188,7 +190,8 @@ function carlo.log(path, opts)
     end
   end
   local header = header_lines(opts, existed and "appended" or "written")
-  local f, err = io.open(path, opts.append and "a" or "w")
+  local target = (carlo.mpi.rank == 0 or opts.own) and path or "/dev/null"
+  local f, err = io.open(target, opts.append and "a" or "w")
   if not f then error("carlo.log: " .. err, 2) end
   local self = setmetatable({ file = f, path = path, rows = 0, columns = opts.columns }, Log)
   if opts.columns then

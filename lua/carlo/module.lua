@@ -11,4 +11,5 @@ require "carlo.ensemble"
 require "carlo.options"
 require "carlo.shapes"
 require "carlo.free_energy"
+require "carlo.mpi"
 return carlo

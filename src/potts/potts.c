@@ -1,5 +1,6 @@
 /* potts.c — the Potts system (creation, starts, runs, tempering, frames) and its CPU
- * backend: the checkerboard of potts_kernel.h, rows shared among OpenMP threads. */
+ * backend: the checkerboard of potts_kernel.h, rows shared among OpenMP threads, and among
+ * MPI ranks as row slabs with halo rows when the system is split (carlo-mpi(7)). */
 #include "potts/potts.h"
 
 #include <math.h>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "mpi/mpi.h"
 
 const potts_backend *potts_gpu_backend;
 
@@ -38,14 +40,35 @@ void potts_unpack(int L, const uint8_t *color0, const uint8_t *color1, uint8_t *
 /* ---------- CPU backend ---------- */
 
 typedef struct cpu_impl {
-    uint8_t *lattice; /* R x 2 colours x L x L/2 */
+    uint8_t *lattice; /* R x 2 colours x stored rows x L/2 */
 } cpu_impl;
+
+/* Rows kept per colour: all L, or a split system's own rows with a halo row on each side. */
+static int cpu_rows_stored(const potts_system *s)
+{
+    return s->split ? s->rows + 2 : s->L;
+}
 
 static uint8_t *cpu_color(potts_system *s, int r, int c)
 {
     cpu_impl *im = s->impl;
-    size_t plane = (size_t)s->L * (size_t)(s->L / 2);
+    size_t plane = (size_t)cpu_rows_stored(s) * (size_t)(s->L / 2);
     return im->lattice + ((size_t)r * 2 + (size_t)c) * plane;
+}
+
+/* The stored rows above, at and below own row t (0 .. rows - 1): periodic in the whole
+ * lattice, the halo rows in a slab. */
+static void cpu_rows_of(const potts_system *s, int t, int *up, int *at, int *down)
+{
+    if (s->split) {
+        *up = t;
+        *at = t + 1;
+        *down = t + 2;
+        return;
+    }
+    *up = t == 0 ? s->L - 1 : t - 1;
+    *at = t;
+    *down = t == s->L - 1 ? 0 : t + 1;
 }
 
 static int cpu_create(potts_system *s)
@@ -53,7 +76,8 @@ static int cpu_create(potts_system *s)
     cpu_impl *im = carlo_calloc(1, sizeof *im, "the Potts CPU backend");
     if (!im)
         return -1;
-    size_t bytes = carlo_mulsize(carlo_mulsize((size_t)s->L, (size_t)s->L), (size_t)s->R);
+    size_t bytes = carlo_mulsize(carlo_mulsize((size_t)cpu_rows_stored(s), (size_t)s->L),
+                                 (size_t)s->R);
     im->lattice = carlo_calloc(bytes, 1, "the Potts lattices");
     if (!im->lattice) {
         free(im);
@@ -72,40 +96,86 @@ static void cpu_destroy(potts_system *s)
     s->impl = NULL;
 }
 
+/* A split system takes its rows and their halos from the whole lattice (every rank has it). */
 static int cpu_set_lattice(potts_system *s, int r, const uint8_t *spins)
 {
-    potts_pack(s->L, spins, cpu_color(s, r, 0), cpu_color(s, r, 1));
+    if (!s->split) {
+        potts_pack(s->L, spins, cpu_color(s, r, 0), cpu_color(s, r, 1));
+        return 0;
+    }
+    const int L = s->L, half = L / 2;
+    uint8_t *c0 = cpu_color(s, r, 0), *c1 = cpu_color(s, r, 1);
+    for (int t = 0; t < s->rows + 2; t++) {
+        int i = (s->row0 - 1 + t + L) % L;
+        for (int j = 0; j < L; j++)
+            (((i + j) & 1) ? c1 : c0)[(int64_t)t * half + j / 2] = spins[(int64_t)i * L + j];
+    }
     return 0;
 }
 
+/* A split system's whole lattice is gathered from the ranks' slabs: every rank calls this. */
 static int cpu_get_lattice(potts_system *s, int r, uint8_t *spins)
 {
-    potts_unpack(s->L, cpu_color(s, r, 0), cpu_color(s, r, 1), spins);
+    if (!s->split) {
+        potts_unpack(s->L, cpu_color(s, r, 0), cpu_color(s, r, 1), spins);
+        return 0;
+    }
+    const int L = s->L, half = L / 2;
+    const uint8_t *c0 = cpu_color(s, r, 0), *c1 = cpu_color(s, r, 1);
+    uint8_t *mine = carlo_malloc((size_t)s->rows * (size_t)L + 1, "a lattice slab");
+    if (!mine)
+        return -1;
+    for (int t = 0; t < s->rows; t++) {
+        int i = s->row0 + t;
+        for (int j = 0; j < L; j++)
+            mine[(int64_t)t * L + j] = (((i + j) & 1) ? c1 : c0)[(int64_t)(t + 1) * half + j / 2];
+    }
+    int rc = carlo_mpi_allgather_rows(mine, s->rows, spins, s->slab_rows, L);
+    free(mine);
+    return rc;
+}
+
+/* After colour c changed on a split system: each rank's first and last rows of c go to the
+ * halos of the ranks above and below (periodic: rank 0's first row to the last rank). */
+static int cpu_halo(potts_system *s, int c)
+{
+    const int n = carlo_mpi_size(), p = carlo_mpi_rank(), half = s->L / 2, rows = s->rows;
+    const int above = (p + n - 1) % n, below = (p + 1) % n;
+    for (int r = 0; r < s->R; r++) {
+        uint8_t *col = cpu_color(s, r, c);
+        if (carlo_mpi_sendrecv_u8(col + half, above, col + (int64_t)(rows + 1) * half, below,
+                                  half, 1) ||
+            carlo_mpi_sendrecv_u8(col + (int64_t)rows * half, below, col, above, half, 2))
+            return -1;
+    }
     return 0;
 }
 
 static int cpu_sweep_color(potts_system *s, int c)
 {
-    const int L = s->L, half = L / 2, R = s->R;
+    const int L = s->L, half = L / 2, R = s->R, rows = s->rows, row0 = s->row0;
     const uint32_t q = (uint32_t)s->q;
     const int heatbath = s->algorithm == POTTS_HEATBATH;
     const uint64_t halfstep = s->halfstep, seed = s->seed;
     const int swar = !heatbath && half % 4 == 0; /* four sites a word: potts_metropolis4 */
 #pragma omp parallel for collapse(2) schedule(static)
     for (int r = 0; r < R; r++)
-        for (int i = 0; i < L; i++) {
-            uint8_t *me = cpu_color(s, r, c) + (int64_t)i * half;
+        for (int t = 0; t < rows; t++) {
+            const int i = row0 + t; /* the global row: random numbers go by global sites */
+            int up, at, down;
+            cpu_rows_of(s, t, &up, &at, &down);
+            uint8_t *me = cpu_color(s, r, c) + (int64_t)at * half;
             const uint8_t *other = cpu_color(s, r, 1 - c);
+            const uint8_t *urow = other + (int64_t)up * half, *drow = other + (int64_t)down * half;
+            const uint8_t *orow = other + (int64_t)at * half;
             const potts_rates *rt = &s->rates[r];
+            const int odd = (i + c) & 1;
             if (swar) {
-                const int up = i == 0 ? L - 1 : i - 1, down = i == L - 1 ? 0 : i + 1;
-                const uint8_t *orow = other + (int64_t)i * half;
-                const int odd = (i + c) & 1;
                 for (int k = 0; k < half; k += 4) {
                     uint32_t S, U, D, M;
                     memcpy(&S, me + k, 4);
-                    memcpy(&U, other + (int64_t)up * half + k, 4);
-                    memcpy(&D, other + (int64_t)down * half + k, 4);
+                    memcpy(&U, urow + k, 4);
+                    memcpy(&D, drow + k, 4);
                     memcpy(&M, orow + k, 4);
                     uint32_t Lw, Rw;
                     if (odd) {
@@ -135,12 +205,12 @@ static int cpu_sweep_color(potts_system *s, int c)
                 }
                 uint32_t r0 = (idx & 1) ? d.v[2] : d.v[0], r1 = (idx & 1) ? d.v[3] : d.v[1];
                 uint8_t nb[4];
-                potts_neighbours(other, L, half, i, k, c, nb);
+                potts_neighbours_rows(urow, orow, drow, half, k, odd, nb);
                 me[k] = (uint8_t)potts_update_site(me[k], nb, r0, r1, rt, q, heatbath, seed,
                                                    halfstep, idx, (uint32_t)r);
             }
         }
-    return 0;
+    return s->split ? cpu_halo(s, c) : 0;
 }
 
 static int cpu_sweeps(potts_system *s, uint64_t n)
@@ -155,32 +225,42 @@ static int cpu_sweeps(potts_system *s, uint64_t n)
     return 0;
 }
 
+/* Bonds counted from colour 0's sites to their four colour-1 neighbours; a split system's
+ * counts summed over the ranks. */
 static int cpu_observe(potts_system *s, potts_obs *out)
 {
-    const int L = s->L, half = L / 2, q = s->q;
+    const int half = s->L / 2, q = s->q;
     for (int r = 0; r < s->R; r++) {
         const uint8_t *c0 = cpu_color(s, r, 0), *c1 = cpu_color(s, r, 1);
-        int64_t equal = 0;
-        int64_t count[POTTS_Q_MAX + 1] = {0};
+        int64_t sums[POTTS_Q_MAX + 2] = {0}; /* equal bonds, then the count of each state */
+        int64_t *count = sums + 1;
 #pragma omp parallel
         {
             int64_t local[POTTS_Q_MAX + 1] = {0}, eq = 0;
 #pragma omp for schedule(static)
-            for (int i = 0; i < L; i++)
+            for (int t = 0; t < s->rows; t++) {
+                int up, at, down;
+                cpu_rows_of(s, t, &up, &at, &down);
+                const int odd = (s->row0 + t) & 1;
                 for (int k = 0; k < half; k++) {
-                    uint8_t nb[4], a = c0[(int64_t)i * half + k];
-                    potts_neighbours(c1, L, half, i, k, 0, nb);
+                    uint8_t nb[4], a = c0[(int64_t)at * half + k];
+                    potts_neighbours_rows(c1 + (int64_t)up * half, c1 + (int64_t)at * half,
+                                          c1 + (int64_t)down * half, half, k, odd, nb);
                     eq += (nb[0] == a) + (nb[1] == a) + (nb[2] == a) + (nb[3] == a);
                     local[a]++;
-                    local[c1[(int64_t)i * half + k]]++;
+                    local[c1[(int64_t)at * half + k]]++;
                 }
+            }
 #pragma omp critical
             {
-                equal += eq;
+                sums[0] += eq;
                 for (int v = 0; v < q; v++)
                     count[v] += local[v];
             }
         }
+        if (s->split && carlo_mpi_sum_i64(sums, q + 1))
+            return -1;
+        const int64_t equal = sums[0];
         int64_t nmax = 0;
         for (int v = 0; v < q; v++)
             if (count[v] > nmax)
@@ -261,9 +341,30 @@ potts_system *potts_create(const potts_params *p)
         }
         be = potts_gpu_backend;
     }
+    const int ranks = p->split ? carlo_mpi_size() : 1, rank = p->split ? carlo_mpi_rank() : 0;
+    if (p->split && p->device == CARLO_GPU) {
+        carlo_seterr("decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo "
+                     "exchange is not built yet)");
+        return NULL;
+    }
+    if (p->L < ranks) {
+        carlo_seterr("decompose = true: L = %d rows cannot be split over %d MPI ranks (one row "
+                     "each at least)", p->L, ranks);
+        return NULL;
+    }
     potts_system *s = carlo_calloc(1, sizeof *s, "a Potts system");
     if (!s)
         return NULL;
+    s->split = p->split ? 1 : 0;
+    s->row0 = (int)((int64_t)rank * p->L / ranks);
+    s->rows = (int)((int64_t)(rank + 1) * p->L / ranks) - s->row0;
+    s->slab_rows = carlo_calloc((size_t)ranks, sizeof *s->slab_rows, "the ranks' rows");
+    if (!s->slab_rows) {
+        free(s);
+        return NULL;
+    }
+    for (int k = 0; k < ranks; k++)
+        s->slab_rows[k] = (int)((int64_t)(k + 1) * p->L / ranks - (int64_t)k * p->L / ranks);
     s->ops = &potts_ops;
     s->replicas = p->R;
     s->L = p->L;
@@ -315,6 +416,7 @@ void potts_destroy(potts_system *s)
     free(s->swap_accepted);
     free(s->direction);
     free(s->round_trips);
+    free(s->slab_rows);
     free(s);
 }
 

@@ -47,6 +47,12 @@ typedef struct potts_system {
     int *direction;              /* per replica: 0 none, 1 last visited bottom, 2 top */
     uint64_t *round_trips;       /* per replica */
     uint64_t exchanges;          /* exchange steps done (alternates even/odd pairs) */
+    /* Lattice decomposition (carlo-mpi(7)): with split = 1 the CPU backend keeps and updates
+     * only this MPI rank's rows row0 .. row0 + rows - 1 (plus a halo row above and below,
+     * exchanged after every colour update); slab_rows[p] = the rows of rank p. Unsplit:
+     * row0 = 0, rows = L. Random numbers stay a function of the global site. */
+    int split, row0, rows;
+    int *slab_rows;
 } potts_system;
 
 /* A backend: the CPU one in potts.c, the CUDA one in cuda/potts.cu. All return 0 or -1
@@ -85,6 +91,7 @@ typedef struct potts_params {
     carlo_device_kind device;
     uint64_t seed;
     const double *beta; /* R */
+    int split;          /* 1: rows split among the MPI ranks (CPU only) */
 } potts_params;
 
 potts_system *potts_create(const potts_params *p);

@@ -36,22 +36,31 @@ typedef struct potts_rates {
     double w[5];     /* heat bath: w[n] = exp(beta n), n = neighbours equal to the candidate */
 } potts_rates;
 
-/* Neighbours of element k of row i of colour c, in the other colour's array `o`
- * (half = L/2 elements per row). Order: up, down, left, right. */
+/* Neighbours of element k of a row whose sites sit at odd columns (odd = (i + c) & 1), from
+ * the other colour's rows above, at and below it (half = L/2 elements per row). Order: up,
+ * down, left, right. The rows may come from anywhere: a whole lattice or a slab with halos. */
+CARLO_HD void potts_neighbours_rows(const uint8_t *up, const uint8_t *row, const uint8_t *down,
+                                    int half, int k, int odd, uint8_t nb[4])
+{
+    nb[0] = up[k];
+    nb[1] = down[k];
+    if (odd) { /* this site is at odd column 2k + 1 */
+        nb[2] = row[k];
+        nb[3] = row[k + 1 == half ? 0 : k + 1];
+    } else {   /* even column 2k */
+        nb[2] = row[k == 0 ? half - 1 : k - 1];
+        nb[3] = row[k];
+    }
+}
+
+/* Neighbours of element k of row i of colour c, in the other colour's array `o` of the whole
+ * periodic lattice (half = L/2 elements per row). Order: up, down, left, right. */
 CARLO_HD void potts_neighbours(const uint8_t *o, int L, int half, int i, int k, int c,
                                uint8_t nb[4])
 {
     int up = i == 0 ? L - 1 : i - 1, down = i == L - 1 ? 0 : i + 1;
-    const uint8_t *row = o + (int64_t)i * half;
-    nb[0] = o[(int64_t)up * half + k];
-    nb[1] = o[(int64_t)down * half + k];
-    if ((i + c) & 1) { /* this site is at odd column 2k + 1 */
-        nb[2] = row[k];
-        nb[3] = row[k + 1 == half ? 0 : k + 1];
-    } else {           /* even column 2k */
-        nb[2] = row[k == 0 ? half - 1 : k - 1];
-        nb[3] = row[k];
-    }
+    potts_neighbours_rows(o + (int64_t)up * half, o + (int64_t)i * half,
+                          o + (int64_t)down * half, half, k, (i + c) & 1, nb);
 }
 
 /* The proposal of Metropolis: one of the q - 1 other states, uniformly: an unbiased draw

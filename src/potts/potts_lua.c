@@ -65,13 +65,14 @@ static int construct(lua_State *L, int ensemble)
 {
     const char *where = ensemble ? "carlo.potts_ensemble" : "carlo.potts";
     static const char *const single_keys[] = {"L", "q", "T", "beta", "seed", "init", "start",
-                                              "device", "algorithm", "quiet", NULL};
+                                              "device", "algorithm", "quiet", "decompose", NULL};
     static const char *const ensemble_keys[] = {"L", "q", "temperatures", "seed", "init", "start",
-                                                "device", "algorithm", "quiet", NULL};
+                                                "device", "algorithm", "quiet", "decompose", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
     carlo_args_allowed(L, 1, where, ensemble ? ensemble_keys : single_keys);
     carlo_arg_bool(L, 1, where, "quiet", 0);
+    int split = carlo_arg_bool(L, 1, where, "decompose", 0); /* rows over the MPI ranks */
 
     int64_t Lside = carlo_arg_int(L, 1, where, "L", 1, 0, 2, POTTS_L_MAX);
     if (Lside % 2)
@@ -120,7 +121,7 @@ static int construct(lua_State *L, int ensemble)
     int init_idx = lua_gettop(L);
 
     potts_params p = {.L = (int)Lside, .q = q, .R = R, .algorithm = (potts_algorithm)algorithm,
-                      .device = kind, .seed = seed, .beta = beta};
+                      .device = kind, .seed = seed, .beta = beta, .split = split};
     potts_system *s = potts_create(&p);
     if (!s)
         return carlo_raise(L, where);
@@ -304,6 +305,15 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushinteger(L, s->R);
     else if (strcmp(k, "algorithm") == 0)
         lua_pushstring(L, ALGORITHMS[s->algorithm]);
+    else if (strcmp(k, "decomposed") == 0)
+        lua_pushboolean(L, s->split);
+    else if (strcmp(k, "rows") == 0) { /* this rank's rows, 1-based: { first, last } */
+        lua_createtable(L, 2, 0);
+        lua_pushinteger(L, s->row0 + 1);
+        lua_rawseti(L, -2, 1);
+        lua_pushinteger(L, s->row0 + s->rows);
+        lua_rawseti(L, -2, 2);
+    }
     else if (strcmp(k, "temperatures") == 0 || strcmp(k, "map") == 0) {
         lua_createtable(L, s->R, 0);
         for (int i = 0; i < s->R; i++) {

@@ -224,9 +224,10 @@ int potts_checkpoint(potts_system *s, carlo_frame *f)
         carlo_frame_add_copy(f, "potts/swap_accepted", CARLO_U64, (uint64_t)s->R, 1, s->swap_accepted) ||
         carlo_frame_add_copy(f, "potts/direction", CARLO_I32, (uint64_t)s->R, 1, s->direction) ||
         carlo_frame_add_copy(f, "potts/round_trips", CARLO_U64, (uint64_t)s->R, 1, s->round_trips) ||
-        carlo_frame_add_u64(f, "potts/exchanges", s->exchanges))
+        carlo_frame_add_u64(f, "potts/exchanges", s->exchanges) ||
+        (s->split && carlo_frame_add_u64(f, "potts/split", 1)))
         return -1;
-    return add_lattices(s, f);
+    return add_lattices(s, f); /* a split system's gathered from every rank */
 }
 
 static int op_checkpoint(carlo_sys *c, carlo_frame *f)
@@ -267,8 +268,11 @@ potts_system *potts_restore(const carlo_frame *f, carlo_device_kind device)
     const uint8_t *spins = carlo_frame_expect(f, "lattice/spins", CARLO_U8, Lu * (uint64_t)R, Lu);
     if (!beta || !temps || !slot || !tried || !acc || !dir || !trips || !exch || !spins)
         return NULL;
+    /* a split system's checkpoint holds the whole lattice; restored split again, over the
+     * ranks there are now (as many or not) */
+    const carlo_chunk *split = carlo_frame_find(f, "potts/split");
     potts_params p = {.L = shape[0], .q = shape[1], .R = R, .algorithm = (potts_algorithm)shape[3],
-                      .device = device, .seed = *seed, .beta = beta};
+                      .device = device, .seed = *seed, .beta = beta, .split = split != NULL};
     potts_system *s = potts_create(&p);
     if (!s)
         return NULL;

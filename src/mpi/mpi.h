@@ -1,0 +1,56 @@
+/* mpi.h — carlo's only door to MPI: start and stop, rank and size, and the few collectives
+ * the Lua layer (carlo.mpi) and the lattice decomposition need. mpi.c implements it with MPI
+ * (make MPI=1); mpi_none.c is the single-process stand-in of every other build: rank 0 of 1,
+ * every collective a copy. Nothing else in carlo includes <mpi.h>.
+ * All calls return 0, or -1 with the message set (carlo_errmsg). Before carlo_mpi_init (or
+ * when the host program never started MPI) carlo runs as rank 0 of 1. */
+#ifndef CARLO_MPI_H
+#define CARLO_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 in a build with MPI (make MPI=1), 0 otherwise. */
+int carlo_mpi_built(void);
+/* The carlo command's start (when an MPI launcher started it, or CARLO_MPI=1) and end; a host
+ * program may start MPI itself: carlo uses it. */
+int carlo_mpi_init(int *argc, char ***argv);
+void carlo_mpi_finalize(void);
+/* Stop every rank with exit status code (after an error or Ctrl-C on one of them). */
+void carlo_mpi_abort(int code);
+
+int carlo_mpi_rank(void);
+int carlo_mpi_size(void);
+/* The ranks on this machine (this rank's node), for sharing its cores among them. */
+int carlo_mpi_local_size(void);
+
+int carlo_mpi_barrier(void);
+/* all = the n values of every rank, in rank order; counts[r] (size entries) is rank r's n,
+ * all holds their sum. */
+int carlo_mpi_allgatherv_f64(const double *mine, int n, double *all, const int *counts);
+/* The n of every rank into counts (size entries). */
+int carlo_mpi_allgather_int(int mine, int *counts);
+/* Bytes: the same as allgatherv_f64 (counts in bytes). */
+int carlo_mpi_allgatherv_u8(const uint8_t *mine, int n, uint8_t *all, const int *counts);
+/* Rows of rowbytes bytes: rank r's counts[r] rows follow rank r - 1's in all (a lattice's row
+ * slabs gathered into the whole lattice on every rank; counts in rows, so sizes stay ints). */
+int carlo_mpi_allgather_rows(const uint8_t *mine, int nrows, uint8_t *all, const int *counts,
+                             int rowbytes);
+/* v (n values) from root to every rank. */
+int carlo_mpi_bcast_f64(double *v, int n, int root);
+int carlo_mpi_bcast_u8(uint8_t *v, size_t n, int root);
+/* Sum (in place) over the ranks, element by element. */
+int carlo_mpi_sum_f64(double *v, int n);
+int carlo_mpi_sum_i64(int64_t *v, int n);
+/* Send n bytes to rank dest while receiving n bytes from rank src (halo rows). */
+int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src, int n, int tag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,23 @@
+# tests/lib/mpi.sh — sourced by tests/mpi/*.sh: $MPIRUN launches carlo on N ranks
+# ($MPIRUN -np N "$CARLO" ...); CARLO_MPIRUN replaces the launcher. Open MPI runs as root only
+# when told so, and runs more ranks than cores only with --oversubscribe.
+MPIRUN=${CARLO_MPIRUN:-mpirun --oversubscribe}
+if [ -z "${CARLO_MPIRUN:-}" ] && [ "$(id -u)" -eq 0 ]; then
+    MPIRUN="$MPIRUN --allow-run-as-root"
+fi
+# shared-memory transport without ptrace rights (containers): copy through the shared segment
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+# a rank that waits for ever on another (a collective one rank skipped) fails, not hangs
+MPIRUN="timeout 120 $MPIRUN"
+CARLO=${CARLO:-build/carlo}
+MPI_TMP=$(mktemp -d "${CARLO_TEST_TMP:-/tmp}/mpi.XXXXXX")
+
+# same NAME FILE_A FILE_B: PASS when the files are identical byte for byte.
+same() {
+    if [ -s "$2" ] && cmp -s "$2" "$3"; then
+        echo "PASS $1"
+    else
+        echo "FAIL $1: $(basename "$2") and $(basename "$3") differ or are missing"
+        diff "$2" "$3" 2>&1 | head -n 6 | sed 's/^/    /'
+    fi
+}

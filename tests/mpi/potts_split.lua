@@ -1,0 +1,76 @@
+-- tests/mpi/potts_split.lua OUT [CHECKPOINT] — Potts lattices split into row slabs over
+-- however many ranks run this (decompose = true), against the same systems unsplit on every
+-- rank: after 100 sweeps the gathered lattices and the observables must be identical, for
+-- L = 22 (rows that do not divide evenly, one site at a time) and L = 40 (four sites a word),
+-- Metropolis and heat bath, and a two-temperature ensemble with exchanges. Rank 0 writes the
+-- lattices to OUT (tests/mpi/potts_split.sh compares the files of 1 to 4 ranks) and saves the
+-- first system to OUT.ckpt. With CHECKPOINT, a checkpoint saved on another number of ranks is
+-- loaded here, split over these ranks, and must continue as the unsplit system does.
+local carlo = require "carlo"
+local out, load_from = assert(arg[1], "usage: potts_split.lua OUT [CHECKPOINT]"), arg[2]
+local me, n = carlo.mpi.rank, carlo.mpi.size
+local lines = {}
+local function check(name, cond, why)
+  print(((cond and "PASS %s" or "FAIL %s: %s")):format("mpi/potts_split/" .. name .. "_np" .. n ..
+    (load_from and "_again" or ""), why))
+end
+local function lattice(sys, k)
+  local rows = {}
+  for i, row in ipairs(sys:snapshot(k).state:totable()) do rows[i] = table.concat(row, "") end
+  return table.concat(rows, "/")
+end
+
+local cases = {
+  { name = "L22_metropolis", args = { L = 22, q = 5, T = 0.9, seed = 3 } },
+  { name = "L40_metropolis", args = { L = 40, q = 3, T = 1.1, seed = 4, init = "ordered" } },
+  { name = "L22_heatbath", args = { L = 22, q = 4, T = 0.8, seed = 5, algorithm = "heatbath" } },
+}
+local first
+for _, c in ipairs(cases) do
+  local split_args, whole_args = { decompose = true, device = "cpu" }, { device = "cpu" }
+  for k, v in pairs(c.args) do split_args[k], whole_args[k] = v, v end
+  local a, b = carlo.potts(split_args), carlo.potts(whole_args)
+  first = first or a
+  check(c.name .. "_split", a.decomposed and not b.decomposed and
+    a.rows[2] - a.rows[1] + 1 >= c.args.L // n, "not decomposed")
+  a:run{ sweeps = 100 }
+  b:run{ sweeps = 100 }
+  local la, lb = lattice(a), lattice(b)
+  check(c.name .. "_lattice", la == lb, "the split lattice differs from the unsplit one")
+  local oa, ob = a:observe(), b:observe()
+  check(c.name .. "_observe", oa.e == ob.e and oa.m == ob.m and oa.equal_bonds == ob.equal_bonds,
+    ("e %.17g vs %.17g"):format(oa.e, ob.e))
+  lines[#lines + 1] = c.name .. " " .. la
+end
+
+-- an ensemble of two temperatures with exchanges: the same exchanges split or not
+local ea = carlo.potts_ensemble{ L = 24, q = 3, temperatures = { 0.9, 1.1 }, seed = 8,
+                                 decompose = true, device = "cpu" }
+local eb = carlo.potts_ensemble{ L = 24, q = 3, temperatures = { 0.9, 1.1 }, seed = 8, device = "cpu" }
+ea:run{ sweeps = 100, exchange_every = 5 }
+eb:run{ sweeps = 100, exchange_every = 5 }
+check("ensemble", lattice(ea, 1) == lattice(eb, 1) and lattice(ea, 2) == lattice(eb, 2) and
+  table.concat(ea.map, ",") == table.concat(eb.map, ","), "lattices or exchanges differ")
+lines[#lines + 1] = "ensemble " .. lattice(ea, 1) .. " " .. table.concat(ea.map, ",")
+
+-- a checkpoint: written by rank 0 after a gather
+first:save(out .. ".ckpt")
+if load_from then
+  local c = carlo.load(load_from)
+  local whole = carlo.potts{ L = 22, q = 5, T = 0.9, seed = 3, device = "cpu" }
+  whole:run{ sweeps = 150 }
+  check("load_split", c.decomposed, "a split system's checkpoint loaded unsplit")
+  c:run{ sweeps = 50 }
+  check("load_continues", c.step == 150 and lattice(c) == lattice(whole),
+    "a checkpoint from another rank count did not continue as the unsplit run")
+end
+if me == 0 then
+  local f = assert(io.open(out, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+end
+-- every rank refuses a walltime for a split system (ranks' clocks differ)
+if n > 1 then
+  local ok, err = pcall(function() first:run{ sweeps = 10, walltime = 10 } end)
+  check("walltime_refused", not ok and tostring(err):find("walltime is refused", 1, true), tostring(err))
+end
