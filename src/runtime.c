@@ -16,6 +16,7 @@
 #include "lj/lj_lua.h"
 #include "mpi/mpi_lua.h"
 #include "potts/potts_lua.h"
+#include "potts/potts_wl.h"
 #include "shape/shape_lua.h"
 #include "system/system_lua.h"
 #include "traj/traj_lua.h"
@@ -31,6 +32,7 @@ static void (*const openers[])(lua_State *L) = {
     carlo_core_lua_open,
     carlo_system_lua_open,
     potts_lua_open,
+    potts_wl_lua_open,
     traj_lua_open,
     hard_lua_open,
     lj_lua_open,
