@@ -556,7 +556,7 @@ int carlo_advance_all(carlo_sys **s, int R, uint64_t n, int *failed)
 {
     if (failed)
         *failed = -1;
-    int gpu = 0;
+    int gpu = 0, collective = 0;
     for (int i = 0; i < R; i++) {
         if (carlo_sys_alive(s[i])) {
             if (failed)
@@ -564,6 +564,7 @@ int carlo_advance_all(carlo_sys **s, int R, uint64_t n, int *failed)
             return -1;
         }
         gpu += s[i]->device == CARLO_GPU;
+        collective += s[i]->collective;
     }
     /* work the calling thread queued must be done before other threads' streams go on */
     for (int i = 0; i < R; i++)
@@ -576,7 +577,7 @@ int carlo_advance_all(carlo_sys **s, int R, uint64_t n, int *failed)
 #ifdef _OPENMP
     const int fixed = carlo_threads_fixed();
     const int all = fixed ? fixed : carlo_threads_all();
-    if (!omp_in_parallel()) {
+    if (!omp_in_parallel() && !collective) {
         if (gpu == R)
             threads = R < ADVANCE_ALL_GPU_THREADS ? R : ADVANCE_ALL_GPU_THREADS;
         else if (gpu == 0 && R >= all)

@@ -57,6 +57,7 @@ typedef struct carlo_launch_tune {
     carlo_device_kind device;                                                                  \
     int dead;                    /* a device error left the system unusable */                 \
     int replicas;                /* copies observed together: 1, or R of an ensemble */     \
+    int collective;              /* its work calls MPI (a split lattice): one thread only */ \
     carlo_thread_pick threads;   /* CPU threads per chunk (carlo_run) */                  \
     carlo_launch_tune tuner;     /* GPU launch shape (carlo_run) */
 
@@ -222,7 +223,8 @@ int carlo_advance(carlo_sys *s, uint64_t n);
 /* Every system of the list n more units (continuous models: n events), together: GPU systems
  * in flight at once (a host thread each, so each queues on its own stream), CPU systems
  * across threads, one thread each, when there are at least as many as threads (otherwise one
- * after the other, each with its threads). Every system ends synchronised. The chains are
+ * after the other, each with its threads; so too when one of them is collective, since MPI
+ * is called from the main thread only). Every system ends synchronised. The chains are
  * those of carlo_advance on each. On failure: -1 with the first failing system's message,
  * its index in *failed (may be NULL); the others have done their work. */
 int carlo_advance_all(carlo_sys **s, int R, uint64_t n, int *failed);

@@ -356,6 +356,7 @@ potts_system *potts_create(const potts_params *p)
     if (!s)
         return NULL;
     s->split = p->split ? 1 : 0;
+    s->collective = s->split; /* its halo exchange and sums call MPI: never from a worker thread */
     s->row0 = (int)((int64_t)rank * p->L / ranks);
     s->rows = (int)((int64_t)(rank + 1) * p->L / ranks) - s->row0;
     s->slab_rows = carlo_calloc((size_t)ranks, sizeof *s->slab_rows, "the ranks' rows");

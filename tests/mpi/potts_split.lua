@@ -53,6 +53,18 @@ check("ensemble", lattice(ea, 1) == lattice(eb, 1) and lattice(ea, 2) == lattice
   table.concat(ea.map, ",") == table.concat(eb.map, ","), "lattices or exchanges differ")
 lines[#lines + 1] = "ensemble " .. lattice(ea, 1) .. " " .. table.concat(ea.map, ",")
 
+-- carlo.advance of split systems stays on the main thread (their halo exchanges call MPI):
+-- the same lattices as the unsplit systems advanced together
+local sa, wa = {}, {}
+for k = 1, 3 do
+  sa[k] = carlo.potts{ L = 22, q = 3, T = 0.9 + 0.1 * k, seed = 10 + k, decompose = true, device = "cpu" }
+  wa[k] = carlo.potts{ L = 22, q = 3, T = 0.9 + 0.1 * k, seed = 10 + k, device = "cpu" }
+end
+carlo.advance(sa, 50)
+carlo.advance(wa, 50)
+check("advance_together", lattice(sa[1]) == lattice(wa[1]) and lattice(sa[2]) == lattice(wa[2]) and
+  lattice(sa[3]) == lattice(wa[3]), "split systems advanced together differ from the unsplit ones")
+
 -- a checkpoint: written by rank 0 after a gather
 first:save(out .. ".ckpt")
 if load_from then
