@@ -13,21 +13,7 @@
 -- subsamples each state's series by its statistical inefficiency and composes the results.
 local carlo = require "carlo"
 
-local function fail(where, msg, level)
-  error(("%s: %s"):format(where, msg), (level or 2) + 1)
-end
-
-local function check_keys(t, where, allowed)
-  if type(t) ~= "table" then fail(where, "expects a table", 2) end
-  local names = {}
-  for k in pairs(allowed) do names[#names + 1] = k end
-  table.sort(names)
-  for k in pairs(t) do
-    if not allowed[k] then
-      fail(where, ("unknown key '%s' (allowed: %s)"):format(tostring(k), table.concat(names, ", ")), 2)
-    end
-  end
-end
+local fail, check_keys = carlo._fail, carlo._check_keys -- lua/carlo/schedule.lua
 
 local function got(v)
   if type(v) == "string" then return ("the string %q"):format(v) end

@@ -27,6 +27,11 @@ local function check_keys(t, where, allowed)
   end
 end
 
+-- The two argument helpers of the pure-Lua layer, shared with free_energy.lua: fail raises
+-- "where: msg" at the caller of the function that called fail (level 2), check_keys refuses a
+-- non-table and unknown keys, listing the allowed ones, at the caller of its caller.
+carlo._fail, carlo._check_keys = fail, check_keys
+
 -- A schedule from a list of values or a ladder specification.
 local function as_schedule(t, where)
   if type(t) ~= "table" then fail(where, "a schedule is a list of values or { from =, to =, ... }", 2) end

@@ -43,6 +43,26 @@ function M.make(m, o)
   return carlo[m.ctor](M.with(args, o.extra))
 end
 
+-- The configuration as one comparable value (arrays compare element by element with ==).
+function M.state_of(sys)
+  local parts = {}
+  for k = 1, sys.replicas do
+    local s = sys:snapshot(k)
+    parts[#parts + 1] = s.state or s.position
+  end
+  return parts
+end
+
+-- The same configuration and step (and model time and events for continuous models).
+function M.same_state(m, a, b)
+  local x, y = M.state_of(a), M.state_of(b)
+  if #x ~= #y then return false end
+  for k = 1, #x do
+    if not (x[k] == y[k]) then return false end
+  end
+  return a.step == b.step and (not m.continuous or (a.t == b.t and a.events == b.events))
+end
+
 -- A run of k units: sweeps, or events for continuous-time models.
 function M.amount(m, k)
   if m.continuous then return { events = k } end

@@ -9,23 +9,7 @@ local M = require "conformance_models"
 local device = rawget(_G, "ADVANCE_ALL_DEVICE") or "cpu"
 local tier = device == "gpu" and "gpu" or "lua"
 
-local function state_of(sys)
-  local parts = {}
-  for k = 1, sys.replicas do
-    local s = sys:snapshot(k)
-    parts[#parts + 1] = s.state or s.position
-  end
-  return parts
-end
-
-local function same_state(m, a, b)
-  local x, y = state_of(a), state_of(b)
-  if #x ~= #y then return false end
-  for k = 1, #x do
-    if not (x[k] == y[k]) then return false end
-  end
-  return a.step == b.step and (not m.continuous or (a.t == b.t and a.events == b.events))
-end
+local state_of, same_state = M.state_of, M.same_state
 
 -- More replicas than threads, so that the CPU goes across them (carlo --devices: threads).
 local R = 5

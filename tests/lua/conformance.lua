@@ -14,24 +14,7 @@ local function make(m, seed, init, extra)
   return M.make(m, { seed = seed, init = init, device = device, extra = extra })
 end
 
--- The configuration as one comparable value (arrays compare element by element with ==).
-local function state_of(sys)
-  local parts = {}
-  for k = 1, sys.replicas do
-    local s = sys:snapshot(k)
-    parts[#parts + 1] = s.state or s.position
-  end
-  return parts
-end
-
-local function same_state(m, a, b)
-  local x, y = state_of(a), state_of(b)
-  if #x ~= #y then return false end
-  for k = 1, #x do
-    if not (x[k] == y[k]) then return false end
-  end
-  return a.step == b.step and (not m.continuous or (a.t == b.t and a.events == b.events))
-end
+local state_of, same_state = M.state_of, M.same_state
 
 local function is_estimate(e)
   return type(e) == "table" and type(e.mean) == "number" and type(e.err) == "number" and
