@@ -12,14 +12,17 @@
 -- per rate: area, jumps, the energies at Tc, e_o, e_d), <out>.gp and, when gnuplot is
 -- installed, <out>.png (e against T, both branches of both rates).
 --   carlo workflows/potts_hysteresis.lua [L=512] [q=9] [points=21] [width=0.01] [rates=1000,20000]
---         [every=50] [seed=1] [device=auto] [out=potts_hysteresis] [quick=false]
+--         [every=50] [seed=1] [device=auto] [out=potts_hysteresis] [checkpoint=false] [quick=false]
 -- width is the half-width of the temperature range as a fraction of Tc (points is odd, so that
 -- Tc is one of them). The defaults are a GPU run of a few minutes; quick=true (L = 32, short
 -- runs) finishes on a CPU in seconds.
+-- checkpoint=true checkpoints every rate's cycle after every point (<out>_<k>.state for the
+-- k-th rate and the files next to it): a run killed at any point continues where it stopped when started again
+-- with the same arguments, with the same results; the files are removed once every rate is done.
 local carlo = require "carlo"
 local opt = carlo.options(arg, { L = 512, q = 9, points = 21, width = 0.01, rates = "1000,20000",
                                  every = 50, seed = 1, device = "auto", out = "potts_hysteresis",
-                                 quick = false })
+                                 checkpoint = false, quick = false })
 if opt.quick then
   opt.L, opt.points, opt.width, opt.rates, opt.every = 32, 5, 0.05, "100,400", 10
 end
@@ -65,8 +68,14 @@ for k, rate in ipairs(rates) do
   local sys = carlo.potts{ L = opt.L, q = opt.q, T = ladder[1], seed = opt.seed + k - 1,
                            init = "ordered", device = opt.device, quiet = true }
   device = sys.device
+  local state = opt.checkpoint and ("%s_%d.state"):format(opt.out, k) or nil
+  local resumed = state and io.open(state, "rb")
+  if resumed then
+    resumed:close()
+    print(("# resuming rate %d from %s"):format(rate, state))
+  end
   local h = carlo.hysteresis{ system = sys, control = "T", schedule = ladder, observable = "e",
-                              measure = rate, every = opt.every, quiet = true }
+                              measure = rate, every = opt.every, checkpoint = state, quiet = true }
   for i, s in ipairs(h.samples) do
     log:row{ rate = rate, branch = i <= opt.points and "heating" or "cooling", T = s.T, e = s.e,
              m = s.m, step = s.step }
@@ -86,6 +95,13 @@ for k, rate in ipairs(rates) do
 end
 log:close()
 loops:close()
+if opt.checkpoint then
+  for k in ipairs(rates) do
+    local state = ("%s_%d.state"):format(opt.out, k)
+    for _, f in ipairs{ state, state .. ".0", state .. ".1", state .. ".points", state .. ".tmp",
+                        state .. ".points.tmp" } do os.remove(f) end
+  end
+end
 
 local gp = assert(io.open(opt.out .. ".gp", "w"))
 local plots = {}

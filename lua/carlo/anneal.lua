@@ -15,7 +15,9 @@
 -- continues after the last completed point and ends with the same log rows and the same state,
 -- bit for bit, as a run that was never stopped (the log must then be given as a path).
 -- Returns the list of samples of the points this call ran, each with the control's value
--- under its name, and how it ended (completed, stopped by until, resumed_at).
+-- under its name, and how it ended (completed, stopped by until, resumed_at). After a restart,
+-- earlier holds the samples of the points completed before it, read back from the record
+-- <checkpoint>.points (every number, string and boolean of a sample, exactly; no series).
 local carlo = require "carlo"
 
 local allowed = { system = true, schedule = true, ladder = true, control = true, equilibrate = true,
@@ -88,8 +90,71 @@ local function save_point(ckpt, sys, point, log_path, value, stopped)
   local file = ("%s.%d"):format(ckpt, point % 2)
   sys:save(file)
   write_atomic(ckpt, ("return { point = %d, checkpoint = %q, log_bytes = %d, value = %.17g, "
-    .. "stopped = %s }\n"):format(point, file, log_path and file_size(log_path) or 0, value,
-                                 tostring(stopped)))
+    .. "stopped = %s, points_bytes = %d }\n"):format(point, file, log_path and file_size(log_path) or 0,
+                                 value, tostring(stopped), file_size(ckpt .. ".points")))
+end
+
+-- The record of the completed points' samples, <checkpoint>.points: one Lua table a line,
+-- appended before the state file names the point, cut back to the state file's points_bytes
+-- on a restart. Numbers are written so that they read back bit for bit; userdata (a sample's
+-- series) and a table met again inside itself are left out.
+local function literal(v, seen)
+  local ty = math.type(v)
+  if ty == "integer" then
+    return v == math.mininteger and "(-9223372036854775807-1)" or ("%d"):format(v)
+  elseif ty == "float" then
+    if v ~= v then return "(0/0)" end
+    if v == math.huge then return "(1/0)" end
+    if v == -math.huge then return "(-1/0)" end
+    local s = ("%.17g"):format(v)
+    return s:find("[.e]") and s or s .. ".0" -- keep a float a float
+  elseif type(v) == "string" then
+    return ("%q"):format(v)
+  elseif type(v) == "boolean" then
+    return tostring(v)
+  elseif type(v) == "table" then
+    seen = seen or {}
+    if seen[v] then return nil end
+    seen[v] = true
+    local parts = {}
+    local keys = {}
+    for k in pairs(v) do
+      if (type(k) == "string" or math.type(k) == "integer") and k ~= "series" then keys[#keys + 1] = k end
+    end
+    table.sort(keys, function(a, b)
+      if type(a) == type(b) then return a < b end
+      return type(a) == "number"
+    end)
+    for _, k in ipairs(keys) do
+      local x = literal(v[k], seen)
+      if x then parts[#parts + 1] = ("[%s]=%s"):format(literal(k), x) end
+    end
+    seen[v] = nil
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+  return nil
+end
+
+local function record_point(ckpt, s)
+  local f = assert(io.open(ckpt .. ".points", "ab"))
+  local ok, err = f:write(literal(s), ",\n")
+  if ok then ok, err = f:flush() end
+  f:close()
+  if not ok then error(("carlo.anneal: writing %s.points failed: %s"):format(ckpt, tostring(err)), 0) end
+end
+
+local function read_points(ckpt)
+  local f = io.open(ckpt .. ".points", "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  local chunk = load("return {" .. text .. "}", "=" .. ckpt .. ".points", "t", {})
+  local ok, list = false, nil
+  if chunk then ok, list = pcall(chunk) end
+  if not ok or type(list) ~= "table" then
+    error(("carlo.anneal: %s.points is not a protocol's record of points"):format(ckpt), 0)
+  end
+  return list
 end
 
 -- ---------- the protocol ----------
@@ -174,7 +239,7 @@ function carlo.anneal(t)
 
   -- resume after the last completed point
   local first = 1
-  local resumed_at
+  local resumed_at, earlier
   if ckpt and file_exists(ckpt) then
     local st = read_state(ckpt)
     if not st then error(("carlo.anneal: %s is not a protocol state file"):format(ckpt), 2) end
@@ -183,10 +248,17 @@ function carlo.anneal(t)
     resumed_at = st.point
     if st.stopped then first = #schedule + 1 end -- until had stopped it: nothing is left
     if type(log) == "string" and file_exists(log) then truncate(log, st.log_bytes) end
+    -- the samples of the completed points (a state file of an older version keeps none)
+    if math.type(st.points_bytes) == "integer" then
+      if file_exists(ckpt .. ".points") then truncate(ckpt .. ".points", st.points_bytes) end
+      earlier = read_points(ckpt)
+    end
     if not quiet then
       io.stderr:write(("carlo: anneal resumes after point %d of %d (%s = %.6g, step %d)\n")
         :format(st.point, #schedule, control, st.value, sys.step))
     end
+  elseif ckpt then
+    write_atomic(ckpt .. ".points", "") -- a fresh protocol: no record of an earlier one
   end
   local own_log = false
   if type(log) == "string" then
@@ -225,7 +297,10 @@ function carlo.anneal(t)
     end
     if on_point and s then on_point(value, s, sys) end
     stopped = stop_when ~= nil and s ~= nil and stop_when(s, sys) and true or false
-    if ckpt then save_point(ckpt, sys, i, log_path, value, stopped) end
+    if ckpt then
+      if s then record_point(ckpt, s) end
+      save_point(ckpt, sys, i, log_path, value, stopped)
+    end
     if stopped then break end
     if not quiet and carlo.interactive() and #schedule > 1 then
       local el = carlo.clock() - t0
@@ -240,6 +315,7 @@ function carlo.anneal(t)
   results.completed = not was_stopped
   results.stopped_by_until = was_stopped
   results.resumed_at = resumed_at
+  results.earlier = earlier
   return results
 end
 

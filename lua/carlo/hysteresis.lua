@@ -9,6 +9,10 @@
 --   h.area, h.area_err   the integral of (out - back) over the control, trapezoid rule,
 --                        errors of the points combined in quadrature
 --   h.jump.out, h.jump.back   { at = midpoint of the largest step, size =, err = } per branch
+--   h.samples        the anneal's samples of all 2n points, out then back
+-- With checkpoint = path the same script run again after a kill resumes the cycle: the points
+-- completed before come back from the anneal's record (earlier), so the result and the final
+-- state are those of a run never stopped, bit for bit.
 local carlo = require "carlo"
 
 local passed_on = { system = true, control = true, equilibrate = true, measure = true, every = true,
@@ -45,10 +49,15 @@ function carlo.hysteresis(t)
   if not ok or type(names) ~= "table" then error("carlo.hysteresis: system is required", 2) end
   local obs = t.observable or names[1]
   args.schedule = carlo.cycle(out)
-  local res = carlo.anneal(args)
+  local ran = carlo.anneal(args)
   local n = #out
+  local res = {}
+  for _, s in ipairs(ran.earlier or {}) do res[#res + 1] = s end
+  for _, s in ipairs(ran) do res[#res + 1] = s end
   if #res ~= 2 * n then
-    error(("carlo.hysteresis: the cycle ran %d of %d points"):format(#res, 2 * n), 2)
+    error(("carlo.hysteresis: the cycle ran %d of %d points%s"):format(#res, 2 * n,
+      ran.resumed_at and not ran.earlier and " (the checkpoint keeps no record of the points run "
+        .. "before the restart: start it again without the old checkpoint)" or ""), 2)
   end
   local function branch(first, step)
     local b = { values = {}, mean = {}, err = {} }

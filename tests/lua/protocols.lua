@@ -141,3 +141,122 @@ do
   end, "observe must be a table")
   d:close()
 end
+
+-- hysteresis with a checkpoint, killed (SIGKILL) at random moments and run again until done,
+-- ends with the result (both branches, area, jumps, every sample) and the final state of a run
+-- never stopped, bit for bit: a watcher the child starts kills it d seconds after the state
+-- file names point k or later (inside a point's run, its record, its checkpoint, or the
+-- restore), and the points run before a kill come back from the anneal's record
+if carlo_cmd then
+  local script = tmp .. "/hys.lua"
+  local f = assert(io.open(script, "w"))
+  f:write([[
+local dir, k, d = arg[1], tonumber(arg[2]), tonumber(arg[3])
+if k then
+  local pid = io.open("/proc/self/stat"):read("n")
+  os.execute(([=[(while kill -0 %d 2>/dev/null; do
+    p=$(sed -n 's/^return { point = \([0-9]*\),.*/\1/p' %s/h.ckpt 2>/dev/null)
+    if [ "${p:-0}" -ge %d ]; then sleep %.3f; kill -9 %d; break; fi
+    sleep 0.01; done) >/dev/null 2>&1 &]=]):format(pid, dir, k, d, pid))
+end
+local sys = carlo.potts{ L = 48, q = 9, T = 0.68, seed = 5, init = "ordered", device = "cpu" }
+local h = carlo.hysteresis{ system = sys, control = "T", schedule = carlo.ladder{ from = 0.68, to = 0.76, n = 5 },
+                            observable = "e", equilibrate = 200, measure = 800, every = 4,
+                            log = dir .. "/h.tsv", checkpoint = dir .. "/h.ckpt", quiet = true }
+local out = assert(io.open(dir .. "/result.txt", "w"))
+local function put(...) out:write(table.concat({ ... }, " "), "\n") end
+local function x(v) return ("%a"):format(v) end
+for i = 1, 5 do
+  put("point", i, x(h.out.values[i]), x(h.out.mean[i]), x(h.out.err[i]), x(h.back.values[i]),
+      x(h.back.mean[i]), x(h.back.err[i]))
+end
+put("area", x(h.area), x(h.area_err))
+for _, b in ipairs{ "out", "back" } do
+  local j = h.jump[b]
+  put("jump", b, x(j.at), x(j.from), x(j.to), x(j.size), x(j.err))
+end
+for i, s in ipairs(h.samples) do
+  put("sample", i, x(s.T), s.step, s.samples, x(s.e.mean), x(s.e.err), x(s.e.tau), x(s.m.mean),
+      x(s.m.err), x(s.C.mean), x(s.chi.err))
+end
+out:close()
+sys:save(dir .. "/final.ctr")
+]])
+  f:close()
+  local ref, cut = tmp .. "/hys-ref", tmp .. "/hys-cut"
+  os.execute(("rm -rf %s %s; mkdir -p %s %s"):format(ref, cut, ref, cut))
+  check.ok("lua/protocols/hysteresis-restart-reference",
+    os.execute(("%s --quiet %s %s"):format(carlo_cmd, script, ref)))
+  math.randomseed(11)
+  local kills = 0
+  for _ = 1, 8 do
+    local st = loadfile(cut .. "/h.ckpt", "t", {})
+    local at = st and st().point or 0
+    -- point k at most 7 of the cycle's 10: the kill lands before the cycle ends
+    local k = math.min(at + math.random(1, 2), 7)
+    local killed = not os.execute(("%s --quiet %s %s %d %.3f 2>/dev/null")
+      :format(carlo_cmd, script, cut, k, 0.05 * math.random()))
+    kills = kills + (killed and 1 or 0)
+  end
+  local done = os.execute(("%s --quiet %s %s 2>/dev/null"):format(carlo_cmd, script, cut))
+  local a, b = check.slurp(ref .. "/result.txt"), done and check.slurp(cut .. "/result.txt")
+  check.ok("lua/protocols/hysteresis-restart-same-result", a and a == b and kills >= 4,
+    ("%d kills, finished %s, results %s"):format(kills, tostring(done),
+      a and b and (a == b and "equal" or "differ") or "missing"))
+  local la, lb = check.slurp(ref .. "/h.tsv"), done and check.slurp(cut .. "/h.tsv")
+  local function rows(s)
+    local r = {}
+    for line in (s or ""):gmatch("[^\n]+") do if not line:find("^#") then r[#r + 1] = line end end
+    return table.concat(r, "\n")
+  end
+  check.ok("lua/protocols/hysteresis-restart-same-log", done and rows(la) == rows(lb) and #rows(la) > 0)
+  if done then
+    local x, y = carlo.load(ref .. "/final.ctr"), carlo.load(cut .. "/final.ctr")
+    check.ok("lua/protocols/hysteresis-restart-same-state", x.step == y.step
+      and x:snapshot().state == y:snapshot().state and x.T == y.T)
+    -- run once more on the finished checkpoint: nothing left to run, the same result
+    os.remove(cut .. "/result.txt")
+    local again = os.execute(("%s --quiet %s %s 2>/dev/null"):format(carlo_cmd, script, cut))
+    check.ok("lua/protocols/hysteresis-restart-finished", again and check.slurp(cut .. "/result.txt") == a)
+  else
+    check.fail("lua/protocols/hysteresis-restart-same-state", "the killed hysteresis never finished")
+  end
+else
+  check.skip("lua/protocols/hysteresis-restart", "no carlo command")
+end
+
+-- the record of a checkpointed anneal: run again on its finished checkpoint, it runs no point
+-- and gives back every sample of the first run as earlier, each number bit for bit; a ramp's
+-- observes too; a fresh protocol under the same checkpoint path starts a new record
+do
+  local ckpt = tmp .. "/earlier.ckpt"
+  for _, s in ipairs{ "", ".0", ".1", ".points" } do os.remove(ckpt .. s) end
+  local function run(schedule, extra)
+    local sys = carlo.potts{ L = 8, q = 3, T = 0.9, seed = 2, device = "cpu" }
+    local args = { system = sys, schedule = schedule, checkpoint = ckpt, quiet = true }
+    for k, v in pairs(extra) do args[k] = v end
+    return carlo.anneal(args), sys
+  end
+  local function same(a, b)
+    if type(a) ~= type(b) then return false end
+    if type(a) ~= "table" then return a == b or (a ~= a and b ~= b) end
+    for k, v in pairs(a) do if k ~= "series" and not same(v, b[k]) then return false end end
+    for k in pairs(b) do if a[k] == nil then return false end end
+    return true
+  end
+  local ladder = carlo.ladder{ from = 0.9, to = 1.1, n = 3 }
+  local first = run(ladder, { measure = 20, every = 2, equilibrate = 4 })
+  local again, sys = run(ladder, { measure = 20, every = 2, equilibrate = 4 })
+  local ok = #again == 0 and again.resumed_at == 3 and again.earlier and #again.earlier == 3
+  for i = 1, 3 do ok = ok and same(first[i], again.earlier[i]) end
+  check.ok("lua/protocols/anneal-earlier", ok and math.type(again.earlier[1].step) == "integer"
+    and sys.step == 3 * 24, ("%d run, %d earlier"):format(#again, again.earlier and #again.earlier or -1))
+  for _, s in ipairs{ "", ".0", ".1" } do os.remove(ckpt .. s) end -- the record alone is stale
+  local ramp = carlo.ramp{ from = 1.1, to = 0.9, over = 12, every = 3 }
+  local r1 = run(ramp, { every = 2 })
+  local r2 = run(ramp, { every = 2 })
+  ok = #r1 == 3 and #r2 == 0 and r2.earlier and #r2.earlier == 3
+  for i = 1, 3 do ok = ok and same(r1[i], r2.earlier[i]) end
+  check.ok("lua/protocols/anneal-earlier-ramp", ok,
+    ("%d observes, %d earlier"):format(#r1, r2.earlier and #r2.earlier or -1))
+end

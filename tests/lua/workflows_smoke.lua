@@ -161,4 +161,21 @@ do
   end)
   check.ok("lua/workflows/potts_hysteresis/loops", #(loops or {}) == 2 and loops_ok,
     ("%d loop rows"):format(#(loops or {})))
+  -- checkpoint=true, killed (SIGKILL) once the first rate's first point is checkpointed and
+  -- started again: the same rows as the run above, and no checkpoint files left
+  local cut = check.tmp .. "/ph-killed"
+  local cmd = ("%s --quiet workflows/potts_hysteresis.lua quick=true device=cpu checkpoint=true out=%s "
+    .. ">>%s.stdout 2>&1"):format(carlo_cmd, cut, cut)
+  os.execute(("{ %s & pid=$!; while kill -0 $pid 2>/dev/null && [ ! -e %s_1.state ]; do sleep 0.01; done; "
+    .. "kill -9 $pid; wait $pid; } 2>/dev/null"):format(cmd, cut))
+  local resumed_ok = os.execute(cmd)
+  local function rows_of(path) return ((check.slurp(path) or ""):gsub("#[^\n]*\n", "")) end
+  local same = rows_of(out .. ".tsv") ~= "" and rows_of(out .. ".tsv") == rows_of(cut .. ".tsv")
+    and rows_of(out .. "_loops.tsv") == rows_of(cut .. "_loops.tsv")
+  local said = check.slurp(cut .. ".stdout") or ""
+  local left = io.open(cut .. "_1.state") or io.open(cut .. "_2.state.points")
+  if left then left:close() end
+  check.ok("lua/workflows/potts_hysteresis/killed-and-resumed", resumed_ok and same and not left,
+    ("%s; %s%s"):format(said:find("resuming", 1, true) and "resumed" or "killed before the first point",
+      same and "same rows" or "rows differ", left and "; checkpoint files left" or ""))
 end
