@@ -2,7 +2,8 @@
  * carlo.hard_spheres{...}, both the userdata "carlo.hard" of the system layer
  * (system/system_lua.h), which gives them run, sample, observe, snapshot, save, sync, close.
  * Here: the constructors' keys, the model's fields and its own methods (sweep, substep,
- * shift_cells, volume_move, compress, tune, psi6, overlaps, verify, launch, set_sites, widom). */
+ * shift_cells, volume_move, compress, tune, psi6, steinhardt, overlaps, verify, launch, set_sites,
+ * widom). */
 #include <lauxlib.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "core/progress.h"
 #include "hard/hard.h"
 #include "hard/hard_lua.h"
+#include "core/steinhardt.h"
 #include "system/system_lua.h"
 
 static const char *const DEVICES[] = {"auto", "cpu", "gpu", NULL};
@@ -495,6 +497,34 @@ static void push_box(lua_State *L, const carlo_box *b)
     }
 }
 
+/* sys:steinhardt{ rc = 1.2 (sqrt 2 / rho)^(1/3) } -> { Q4 =, Q6 =, rc = } (spheres): the
+ * global bond order of the centres (core/steinhardt.h) */
+static int l_steinhardt(lua_State *L)
+{
+    static const char *const keys[] = {"rc", NULL};
+    const char *where = "hard:steinhardt";
+    hard_system *s = check(L, 1);
+    optional_table(L, 2);
+    carlo_args_allowed(L, 2, where, keys);
+    if (s->dim != 3)
+        return luaL_error(L, "%s: Q4 and Q6 are the bond order of spheres (3D)", where);
+    const double half = 0.5 * fmin(s->box.L[0], fmin(s->box.L[1], s->box.L[2]));
+    const double rc = carlo_arg_num(L, 2, where, "rc", 0,
+                                    carlo_steinhardt_rc((double)s->N / carlo_box_volume(&s->box)), 0, 0,
+                                    half, 1);
+    double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+    double q4, q6;
+    int r = !x || hard_positions(s, x) || carlo_steinhardt(&s->box, s->N, x, rc, &q4, &q6);
+    free(x);
+    if (r)
+        return carlo_raise(L, where);
+    lua_createtable(L, 0, 3);
+    carlo_lua_setnum(L, "Q4", q4);
+    carlo_lua_setnum(L, "Q6", q6);
+    carlo_lua_setnum(L, "rc", rc);
+    return 1;
+}
+
 /* sys:psi6{ rc = 1.4, values = false } -> { global =, local =, values = array N x 2 } */
 static int l_psi6(lua_State *L)
 {
@@ -883,7 +913,7 @@ static const char *const settable[] = {"delta", "moves_per_cell", "shuffle", "dl
 static const luaL_Reg methods[] = {
     {"sweep", l_sweep}, {"substep", l_substep}, {"subsweep", l_subsweep},
     {"shift_cells", l_shift_cells}, {"volume_move", l_volume_move}, {"compress", l_compress},
-    {"tune", l_tune}, {"psi6", l_psi6}, {"overlaps", l_overlaps}, {"verify", l_verify},
+    {"tune", l_tune}, {"psi6", l_psi6}, {"steinhardt", l_steinhardt}, {"overlaps", l_overlaps}, {"verify", l_verify},
     {"launch", l_launch}, {"set_sites", l_set_sites}, {"widom", l_widom}, {NULL, NULL}};
 
 const carlo_lua_model hard_lua_model = {

@@ -323,6 +323,27 @@ int64_t shape_bcc_n(int64_t N)
     return n >= 1 && 2 * n * n * n == N ? n : 0;
 }
 
+int64_t shape_fcc_n(int64_t N)
+{
+    int64_t n = (int64_t)llround(cbrt((double)N / 4.0));
+    return n >= 1 && 4 * n * n * n == N ? n : 0;
+}
+
+/* Face-centred cubic: n^3 cubes of four sites each, every particle at the identity. */
+static void fcc_start(shape_system *s, double *x, uint32_t *ori)
+{
+    static const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
+    const int64_t n = shape_fcc_n(s->N);
+    for (int64_t k = 0; k < s->N; k++) {
+        const int64_t c = k / 4, i = c % n, j = (c / n) % n, l = c / (n * n);
+        const double *b = basis[k % 4];
+        const double f[3] = {(double)i + b[0] + 0.25, (double)j + b[1] + 0.25, (double)l + b[2] + 0.25};
+        for (int a = 0; a < 3; a++)
+            x[3 * k + a] = f[a] / (double)n * s->box.L[a] - 0.5 * s->box.L[a];
+        shape_orient_identity(3, ori + 4 * k);
+    }
+}
+
 /* Body-centred cubic: n^3 cubes of two sites each, every particle at the identity (truncated
  * octahedra tile space so). */
 static void bcc_start(shape_system *s, double *x, uint32_t *ori)
@@ -382,6 +403,12 @@ shape_system *shape_create(const shape_params *p)
                                                                  (long long)s->N);
             if (rc == 0)
                 bcc_start(s, x, ori);
+        } else if (p->init == SHAPE_INIT_FCC) {
+            rc = s->dim == 3 && shape_fcc_n(s->N) ? 0
+                                                  : carlo_seterr("an fcc start needs N = 4 n^3 in 3D (got N = %lld)",
+                                                                 (long long)s->N);
+            if (rc == 0)
+                fcc_start(s, x, ori);
         } else {
             rc = random_start(s, x, ori);
         }

@@ -83,7 +83,8 @@ typedef enum shape_init {
     SHAPE_INIT_RANDOM = 0,
     SHAPE_INIT_LATTICE = 1, /* hexagonal rows (2D), simple cubic (3D) */
     SHAPE_INIT_GIVEN = 2,
-    SHAPE_INIT_BCC = 3      /* 3D: body-centred cubic, N = 2 n^3 */
+    SHAPE_INIT_BCC = 3,     /* 3D: body-centred cubic, N = 2 n^3 */
+    SHAPE_INIT_FCC = 4      /* 3D: face-centred cubic, N = 4 n^3 */
 } shape_init;
 
 typedef struct shape_params {
@@ -111,6 +112,8 @@ shape_system *shape_create(const shape_params *p);
 void shape_lattice_box(int dim, int64_t N, double v1, double phi, carlo_box *b);
 /* n when N = 2 n^3 (a bcc start), else 0. */
 int64_t shape_bcc_n(int64_t N);
+/* n when N = 4 n^3 (an fcc start), else 0. */
+int64_t shape_fcc_n(int64_t N);
 void shape_destroy(shape_system *s);
 /* A system with its grid planned and storage allocated but no particle placed (restore). */
 shape_system *shape_alloc(const shape_params *p);
@@ -157,20 +160,42 @@ int shape_psi(shape_system *s, int n, int m, double rc, double *orient, double *
  * density of the smallest relative compression x of the centre separations at which a
  * particle first overlaps a neighbour, fitted on [0, xmax) and extrapolated to 0. */
 int shape_pressure_sdf(shape_system *s, double dx, double xmax, int degree, double *P);
+/* 3D bond order: Steinhardt's global Q4 and Q6 of the centres (steinhardt.h) with neighbours
+ * closer than rc (0: carlo_steinhardt_rc of the density, 1.2 fcc nearest-neighbour distances). */
+int shape_steinhardt(shape_system *s, double rc, double *q4, double *q6);
+/* The shape's axis in the body frame: the eigenvector of the vertices' gyration tensor (an
+ * ellipsoid's diag(a^2, b^2, c^2)) whose eigenvalue lies farthest from their mean — a rod's
+ * long axis, a plate's normal; for shapes of cubic symmetry one of the equivalent axes. */
+void shape_axis(const shape_def *d, double u[3]);
+/* 3D nematic order S (largest eigenvalue of Q = <3/2 u u - 1/2 I> over the particles' axes u,
+ * shape_axis rotated) and the director (may be NULL). */
+int shape_nematic(shape_system *s, double *S, double director[3]);
 
 /* What observe measures besides phi and rho: the options of sys:observe{} and sys:sample{}
- * (a zeroed block: the SDF pressure with the defaults, no psi). */
+ * (a zeroed block: the SDF pressure with the defaults, no psi, Q4, Q6 or S). */
 typedef struct shape_observe_opt {
     int no_pressure;        /* 1: no P */
     int psi;                /* n > 0: psi (orientational, order n) and psi6 (bonds) (2D) */
-    double rc;              /* psi6's neighbour cutoff (0: 2.4 R) */
+    int steinhardt;         /* 1: Q4 and Q6 (3D) */
+    int nematic;            /* 1: S, the nematic order (3D) */
+    double rc;              /* the neighbour cutoff of psi6 and Q4, Q6 (0: 2.4 R in 2D,
+                               carlo_steinhardt_rc in 3D) */
     int fit;                /* 1: dx, xmax, degree below; 0: the defaults */
     double dx, xmax;        /* SDF bins of width dx on [0, xmax) (1e-4, 0.02) */
     int degree;             /* the fit's degree (5) */
 } shape_observe_opt;
 void shape_observe_defaults(shape_observe_opt *o);
 
-/* ---------- checkpoints (shape_sys.c) ---------- */
+/* A 2D configuration as a PNG of size pixels along the longer box side: each shape filled with
+ * the hue of its angle times period / 2 pi (period 0: the vertex count, 2 for an ellipse) and
+ * outlined, periodic images wrapped (shape_png.c). */
+int shape_png(shape_system *s, const char *path, int size, int period);
+
+/* ---------- frames and checkpoints (shape_sys.c) ---------- */
+
+/* HOOMD's shape specification of the shape as JSON (a frame's particles/type_shapes):
+ * Polygon, ConvexPolyhedron or Ellipsoid; a malloc'd string, or NULL with the message. */
+char *shape_type_json(const shape_def *d);
 extern const carlo_ops shape_ops;
 int shape_checkpoint(shape_system *s, carlo_frame *f);
 shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device);

@@ -2,7 +2,8 @@
  * carlo.hard_polyhedra{...}, carlo.hard_ellipses{...} and carlo.hard_ellipsoids{...}, all the
  * userdata "carlo.shape" of the system layer (system/system_lua.h), which gives them run,
  * sample, observe, snapshot, save, close. Here: the constructors' keys, the model's fields and
- * its own methods (sweep, substep, shift_cells, tune, overlaps, verify, psi, pressure). */
+ * its own methods (sweep, substep, shift_cells, tune, overlaps, verify, psi, steinhardt,
+ * nematic, png, pressure). */
 #include <lauxlib.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "core/device.h"
 #include "core/progress.h"
 #include "shape/shape.h"
+#include "core/steinhardt.h"
 #include "shape/shape_lua.h"
 #include "system/system_lua.h"
 
@@ -251,10 +253,14 @@ static void sized_init(lua_State *L, const kind *k, int init, shape_params *p)
 {
     const char *where = k->where;
     const int lattice = init != 0;
-    p->init = init == 2 ? SHAPE_INIT_BCC : (init == 1 ? SHAPE_INIT_LATTICE : SHAPE_INIT_RANDOM);
+    p->init = init == 3 ? SHAPE_INIT_FCC
+            : init == 2 ? SHAPE_INIT_BCC
+                        : (init == 1 ? SHAPE_INIT_LATTICE : SHAPE_INIT_RANDOM);
     p->N = carlo_arg_int(L, 1, where, "N", 1, 0, 1, SHAPE_N_MAX);
     if (init == 2 && !shape_bcc_n(p->N))
         fail(L, "%s: init = \"bcc\" needs N = 2 n^3 (got %lld)", where, (long long)p->N);
+    if (init == 3 && !shape_fcc_n(p->N))
+        fail(L, "%s: init = \"fcc\" needs N = 4 n^3 (got %lld)", where, (long long)p->N);
     int has_phi = carlo_arg_has(L, 1, "phi"), has_box = carlo_arg_has(L, 1, "box");
     if (has_phi == has_box)
         fail(L, "%s: give exactly one of phi (packing fraction in (0, 1)) and box", where);
@@ -301,7 +307,7 @@ static int construct(lua_State *L, const kind *k)
     p.moves_per_cell = (int)carlo_arg_int(L, 1, where, "moves_per_cell", 0, 4, 1, SHAPE_MOVES_MAX);
     p.serial = carlo_arg_bool(L, 1, where, "serial", 0);
     (void)carlo_arg_bool(L, 1, where, "quiet", 0);
-    const char *inits[] = {"random", k->lattice, k->dim == 3 ? "bcc" : NULL, NULL};
+    const char *inits[] = {"random", k->lattice, k->dim == 3 ? "bcc" : NULL, k->dim == 3 ? "fcc" : NULL, NULL};
     int init = carlo_lua_init_arg(L, 1, where, NULL, "random", inits, 1);
     lua_Integer step = 0;
     if (init < 0)
@@ -486,6 +492,80 @@ static int l_verify(lua_State *L)
     return 1;
 }
 
+static double half_box(const shape_system *s)
+{
+    double h = fmin(s->box.L[0], s->box.L[1]);
+    return 0.5 * (s->dim == 3 ? fmin(h, s->box.L[2]) : h);
+}
+
+/* sys:steinhardt{ rc = 1.2 (sqrt 2 / rho)^(1/3) } -> { Q4 =, Q6 =, rc = } (3D) */
+static int l_steinhardt(lua_State *L)
+{
+    static const char *const keys[] = {"rc", NULL};
+    const char *where = "shape:steinhardt";
+    shape_system *s = check(L, 1);
+    optional_table(L, 2);
+    carlo_args_allowed(L, 2, where, keys);
+    if (s->dim != 3)
+        return luaL_error(L, "%s: Q4 and Q6 are the order of polyhedra and ellipsoids (3D)", where);
+    double rc = carlo_arg_num(L, 2, where, "rc", 0, carlo_steinhardt_rc((double)s->N / carlo_box_volume(&s->box)),
+                              0, 0, half_box(s), 1);
+    double q4, q6;
+    if (shape_steinhardt(s, rc, &q4, &q6))
+        return carlo_raise(L, where);
+    lua_createtable(L, 0, 3);
+    carlo_lua_setnum(L, "Q4", q4);
+    carlo_lua_setnum(L, "Q6", q6);
+    carlo_lua_setnum(L, "rc", rc);
+    return 1;
+}
+
+/* sys:nematic() -> { S =, director = {x, y, z}, axis = {x, y, z} (the body frame's) } (3D) */
+static int l_nematic(lua_State *L)
+{
+    const char *where = "shape:nematic";
+    shape_system *s = check(L, 1);
+    if (s->dim != 3)
+        return luaL_error(L, "%s: the nematic order is that of polyhedra and ellipsoids (3D)", where);
+    double S, d[3], u[3];
+    if (shape_nematic(s, &S, d))
+        return carlo_raise(L, where);
+    shape_axis(&s->shape, u);
+    lua_createtable(L, 0, 3);
+    carlo_lua_setnum(L, "S", S);
+    const double *vs[2] = {d, u};
+    const char *names[2] = {"director", "axis"};
+    for (int t = 0; t < 2; t++) {
+        lua_createtable(L, 3, 0);
+        for (int a = 0; a < 3; a++) {
+            lua_pushnumber(L, vs[t][a]);
+            lua_rawseti(L, -2, a + 1);
+        }
+        lua_setfield(L, -2, names[t]);
+    }
+    return 1;
+}
+
+/* sys:png(path [, { size = 800, period = }]) (2D) */
+static int l_png(lua_State *L)
+{
+    static const char *const keys[] = {"size", "period", NULL};
+    const char *where = "shape:png";
+    shape_system *s = check(L, 1);
+    const char *path = luaL_checkstring(L, 2);
+    lua_settop(L, 3);
+    optional_table(L, 3);
+    carlo_args_allowed(L, 3, where, keys);
+    if (s->dim != 2)
+        return luaL_error(L, "%s: png draws polygons and ellipses (2D); write a trajectory and export it "
+                             "to GSD for 3D shapes", where);
+    int size = (int)carlo_arg_int(L, 3, where, "size", 0, 800, 16, 16384);
+    int period = (int)carlo_arg_int(L, 3, where, "period", 0, 0, 1, 64);
+    if (shape_png(s, path, size, period))
+        return carlo_raise(L, where);
+    return 0;
+}
+
 /* sys:psi{ n =, m = 6, rc = 2.4 R } -> { orient =, bond = } */
 static int l_psi(lua_State *L)
 {
@@ -637,7 +717,7 @@ static void run_args(lua_State *L, int args, carlo_sys *c, carlo_run_opts *o, co
     o->label = ((shape_system *)c)->what;
 }
 
-static const char *const observe_keys[] = {"pressure", "psi", "rc", "sdf", NULL};
+static const char *const observe_keys[] = {"pressure", "psi", "steinhardt", "nematic", "rc", "sdf", NULL};
 
 static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const char *where)
 {
@@ -648,8 +728,11 @@ static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const 
     o->psi = (int)carlo_arg_int(L, args, where, "psi", 0, 0, 0, 64);
     if (o->psi && s->dim != 2)
         fail(L, "%s: psi is the order of a 2D system", where);
-    o->rc = carlo_arg_num(L, args, where, "rc", 0, 2.4 * s->shape.R, 0, 0,
-                          0.5 * fmin(s->box.L[0], s->box.L[1]), 1);
+    o->steinhardt = carlo_arg_bool(L, args, where, "steinhardt", 0);
+    o->nematic = carlo_arg_bool(L, args, where, "nematic", 0);
+    if ((o->steinhardt || o->nematic) && s->dim != 3)
+        fail(L, "%s: %s is the order of a 3D system", where, o->steinhardt ? "steinhardt (Q4, Q6)" : "nematic");
+    o->rc = carlo_arg_num(L, args, where, "rc", 0, 0, 0, 0, half_box(s), 1);
     if (lua_getfield(L, args, "sdf") != LUA_TNIL) {
         static const char *const keys[] = {"dx", "xmax", "degree", NULL};
         char w[64];
@@ -700,7 +783,8 @@ static const char *load_device(const carlo_frame *f)
 static const luaL_Reg methods[] = {
     {"sweep", l_sweep}, {"substep", l_substep}, {"shift_cells", l_shift_cells}, {"tune", l_tune},
     {"compress", l_compress},
-    {"overlaps", l_overlaps}, {"verify", l_verify}, {"psi", l_psi}, {NULL, NULL}};
+    {"overlaps", l_overlaps}, {"verify", l_verify}, {"psi", l_psi},
+    {"steinhardt", l_steinhardt}, {"nematic", l_nematic}, {"png", l_png}, {NULL, NULL}};
 
 const carlo_lua_model shape_lua_model = {
     .ops = &shape_ops,

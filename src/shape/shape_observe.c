@@ -10,6 +10,7 @@
 #include "core/progress.h"
 #include "shape/shape.h"
 #include "shape/shape_plain.h"
+#include "core/steinhardt.h"
 
 typedef struct config {
     double *x;
@@ -210,5 +211,71 @@ int shape_pressure_sdf(shape_system *s, double dx, double xmax, int degree, doub
     shape_plain_free(&pl);
     free(h);
     config_free(&c);
+    return 0;
+}
+
+/* ---------- 3D order: Steinhardt's Q4, Q6 and the nematic order ---------- */
+
+int shape_steinhardt(shape_system *s, double rc, double *q4, double *q6)
+{
+    if (s->dim != 3)
+        return carlo_seterr("Q4 and Q6 are the bond order of a 3D system");
+    double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+    if (!x || shape_state(s, x, NULL)) {
+        free(x);
+        return -1;
+    }
+    if (!(rc > 0))
+        rc = carlo_steinhardt_rc((double)s->N / carlo_box_volume(&s->box));
+    int r = carlo_steinhardt(&s->box, s->N, x, rc, q4, q6);
+    free(x);
+    return r;
+}
+
+void shape_axis(const shape_def *d, double u[3])
+{
+    double G[3][3] = {{0}};
+    if (d->kind == SHAPE_ELLIPSOID) {
+        for (int a = 0; a < 3; a++)
+            G[a][a] = d->axes[a] * d->axes[a];
+    } else {
+        for (int k = 0; k < d->nv; k++)
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++)
+                    G[a][b] += d->v[k][a] * d->v[k][b];
+    }
+    double val[3], vec[3][3];
+    carlo_sym3_eigen(G, val, vec);
+    const double mean = (val[0] + val[1] + val[2]) / 3;
+    int best = 0; /* farthest from the mean; ties to the lowest body axis */
+    for (int k = 1; k < 3; k++)
+        if (fabs(val[k] - mean) > fabs(val[best] - mean) * (1 + 1e-9) + 1e-12 * fabs(mean))
+            best = k;
+    for (int a = 0; a < 3; a++)
+        u[a] = vec[best][a];
+}
+
+int shape_nematic(shape_system *s, double *S, double director[3])
+{
+    if (s->dim != 3)
+        return carlo_seterr("the nematic order is that of a 3D system");
+    uint32_t *o = carlo_malloc(carlo_mulsize((size_t)s->N, 4 * sizeof(uint32_t)), "orientations");
+    double *u = o ? carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "axes") : NULL;
+    if (!u || shape_state(s, NULL, o)) {
+        free(o);
+        free(u);
+        return -1;
+    }
+    double u0[3];
+    shape_axis(&s->shape, u0);
+    for (int64_t k = 0; k < s->N; k++) {
+        shape_rot r;
+        shape_rot_of(3, o + 4 * k, &r);
+        for (int a = 0; a < 3; a++)
+            u[3 * k + a] = r.m[a][0] * u0[0] + r.m[a][1] * u0[1] + r.m[a][2] * u0[2];
+    }
+    *S = carlo_nematic(s->N, u, director);
+    free(o);
+    free(u);
     return 0;
 }

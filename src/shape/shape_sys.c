@@ -1,7 +1,9 @@
 /* shape_sys.c — hard shapes in the system layer (core/sys.h): advance = n sweeps, the move
- * counts, the observables of the shared sample (phi, rho, the SDF pressure, psi_n), trajectory
- * frames (positions and orientations as quaternions), checkpoints and restore. */
+ * counts, the observables of the shared sample (phi, rho, the SDF pressure, psi_n, Q4, Q6, S),
+ * trajectory frames (positions, orientations as quaternions, the shape as GSD's type_shapes),
+ * checkpoints and restore. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +43,7 @@ static int op_counts(carlo_sys *c, carlo_counts *out)
     return 0;
 }
 
-/* ---------- observables: phi, rho, [P], [psi, psi6] ---------- */
+/* ---------- observables: phi, rho, [P], [psi, psi6], [Q4, Q6], [S] ---------- */
 
 static const shape_observe_opt defaults = {0};
 
@@ -65,6 +67,12 @@ static int op_observables(carlo_sys *c, const void *opt, carlo_obs_set *o)
         carlo_obs_add(o, "psi");
         carlo_obs_add(o, "psi6");
     }
+    if (op->steinhardt) {
+        carlo_obs_add(o, "Q4");
+        carlo_obs_add(o, "Q6");
+    }
+    if (op->nematic)
+        carlo_obs_add(o, "S");
     return 0;
 }
 
@@ -77,6 +85,8 @@ static int op_observe(carlo_sys *c, const void *opt, double *v)
         shape_observe_defaults(&d);
         d.no_pressure = o->no_pressure;
         d.psi = o->psi;
+        d.steinhardt = o->steinhardt;
+        d.nematic = o->nematic;
         d.rc = o->rc;
         o = &d;
     }
@@ -92,10 +102,47 @@ static int op_observe(carlo_sys *c, const void *opt, double *v)
             return -1;
         k += 2;
     }
+    if (o->steinhardt) {
+        if (shape_steinhardt(s, o->rc, &v[k], &v[k + 1]))
+            return -1;
+        k += 2;
+    }
+    if (o->nematic && shape_nematic(s, &v[k++], NULL))
+        return -1;
     return 0;
 }
 
 /* ---------- frames and checkpoints ---------- */
+
+/* The shape as HOOMD's shape specification (GSD particles/type_shapes, which OVITO draws):
+ * "Polygon" / "ConvexPolyhedron" with the body-frame vertices and rounding_radius, "Ellipsoid"
+ * with a, b, c (an ellipse: c = the smaller of a and b). A NUL-terminated string, malloc'd. */
+char *shape_type_json(const shape_def *d)
+{
+    const size_t cap = 256 + (size_t)SHAPE_VMAX * 3 * 32;
+    char *s = carlo_malloc(cap, "a shape description");
+    if (!s)
+        return NULL;
+    size_t n = 0;
+    if (d->kind == SHAPE_ELLIPSOID) {
+        const double c = d->dim == 3 ? d->axes[2] : fmin(d->axes[0], d->axes[1]);
+        snprintf(s, cap, "{\"type\": \"Ellipsoid\", \"a\": %.9g, \"b\": %.9g, \"c\": %.9g}", d->axes[0],
+                 d->axes[1], c);
+        return s;
+    }
+    n += (size_t)snprintf(s + n, cap - n, "{\"type\": \"%s\", \"rounding_radius\": %.9g, \"vertices\": [",
+                          d->dim == 2 ? "Polygon" : "ConvexPolyhedron", d->sweep);
+    for (int k = 0; k < d->nv && n < cap; k++) {
+        if (d->dim == 2)
+            n += (size_t)snprintf(s + n, cap - n, "%s[%.9g, %.9g]", k ? ", " : "", d->v[k][0], d->v[k][1]);
+        else
+            n += (size_t)snprintf(s + n, cap - n, "%s[%.9g, %.9g, %.9g]", k ? ", " : "", d->v[k][0], d->v[k][1],
+                                  d->v[k][2]);
+    }
+    if (n < cap)
+        snprintf(s + n, cap - n, "]}");
+    return s;
+}
 
 static int op_frame(carlo_sys *c, carlo_frame *f)
 {
@@ -144,6 +191,11 @@ static int op_frame(carlo_sys *c, carlo_frame *f)
         if (!rc) {
             rc = carlo_frame_add_owned(f, "particles/orientation", CARLO_F32, (uint64_t)N, 4, qf);
             qf = NULL;
+        }
+        if (!rc) { /* one type: one row, NUL-terminated */
+            char *json = shape_type_json(&s->shape);
+            rc = !json || carlo_frame_add_copy(f, "particles/type_shapes", CARLO_I8, 1, strlen(json) + 1, json);
+            free(json);
         }
         rc = rc ? -1 : 0;
     }

@@ -375,7 +375,7 @@ static int gsd_read(traj_file *t, uint64_t k, const traj_frame_info *fi, const p
     }
     for (int i = 0; i < fi->nchunks; i++) {
         const traj_chunk_info *c = &fi->chunk[i];
-        int types = strcmp(c->name, "particles/types") == 0;
+        int types = strcmp(c->name, "particles/types") == 0 || strcmp(c->name, "particles/type_shapes") == 0;
         if (!types && strncmp(c->name, "log/", 4))
             continue;
         if (c->cols > UINT32_MAX || (types && c->type != CARLO_U8 && c->type != CARLO_I8))
