@@ -219,6 +219,7 @@ typedef struct hard_observe_opt {
     int fit;                 /* 1: the fits of pp; 0: hard_pressure_defaults */
     hard_pressure_params pp;
     uint32_t widom;          /* > 0: p_insert from this many test insertions (and mu_ex) */
+    int steinhardt;          /* 1: Q4 and Q6 (3D), the default cutoff (core/steinhardt.h) */
 } hard_observe_opt;
 
 /* Pressure of the current configuration by both estimators. */

@@ -828,7 +828,8 @@ static void run_args(lua_State *L, int args, carlo_sys *c, carlo_run_opts *o, co
     o->label = ((hard_system *)c)->dim == 2 ? "hard disks" : "hard spheres";
 }
 
-static const char *const observe_keys[] = {"pressure", "psi6", "rc", "gr", "sdf", "widom", NULL};
+static const char *const observe_keys[] = {"pressure", "psi6", "rc", "gr", "sdf", "widom", "steinhardt",
+                                           NULL};
 
 /* Optional { dr =, width =, degree = } / { dx =, xmax =, degree = } tables. */
 static void parse_fit(lua_State *L, int idx, const char *where, const char *key, double *a,
@@ -858,6 +859,9 @@ static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const 
     o->widom = (uint32_t)carlo_arg_int(L, args, where, "widom", 0, 0, 0, (lua_Integer)UINT32_MAX);
     if (o->psi6 && s->dim != 2)
         fail(L, "%s: psi6 is the hexatic order of disks (this system holds spheres)", where);
+    o->steinhardt = carlo_arg_bool(L, args, where, "steinhardt", 0);
+    if (o->steinhardt && s->dim != 3)
+        fail(L, "%s: steinhardt (Q4, Q6) is the bond order of spheres (this system holds disks)", where);
     o->rc = carlo_arg_num(L, args, where, "rc", 0, 1.4, 0, 0, INFINITY, 0);
     if (o->psi6 && o->rc > 0.5 * fmin(s->box.L[0], s->box.L[1]))
         fail(L, "%s: rc must be below half the box, %g (got %g)", where,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/steinhardt.h"
 #include "hard/hard.h"
 
 #define SYS(c) ((hard_system *)(c))
@@ -42,16 +43,17 @@ static int op_counts(carlo_sys *c, carlo_counts *out)
 /* ---------- observables ---------- */
 
 /* Which values observe writes, in this order: phi, rho, [volume], [P_gr, P_sdf, P_diff, P],
- * [psi6, psi6_local]. */
+ * [psi6, psi6_local], [msd_site], [p_insert], [Q4, Q6]. */
 typedef struct layout {
-    int volume, pressure, psi6, tether, widom;
+    int volume, pressure, psi6, tether, widom, steinhardt;
 } layout;
 
 static const hard_observe_opt defaults = {0};
 
 static layout layout_of(const hard_system *s, const hard_observe_opt *o)
 {
-    layout l = {s->npt, !o->no_pressure, o->psi6 && s->dim == 2, s->sites != NULL, o->widom > 0};
+    layout l = {s->npt, !o->no_pressure, o->psi6 && s->dim == 2, s->sites != NULL, o->widom > 0,
+                o->steinhardt && s->dim == 3};
     return l;
 }
 
@@ -100,6 +102,10 @@ static int op_observables(carlo_sys *c, const void *opt, carlo_obs_set *o)
     if (l.widom) {
         const int in[1] = {carlo_obs_add(o, "p_insert")}, pw[1] = {1};
         carlo_obs_derive(o, "mu_ex", f_mu_ex, 1, in, pw);
+    }
+    if (l.steinhardt) {
+        carlo_obs_add(o, "Q4");
+        carlo_obs_add(o, "Q6");
     }
     if (iP >= 0 && s->dim == 3) { /* beta P v0, HPMC's Table 1 unit */
         const int in[1] = {iP}, pw[1] = {1};
@@ -153,6 +159,15 @@ static int op_observe(carlo_sys *c, const void *opt, double *v)
         if (hard_insert_test(s, o->widom, &hits))
             return -1;
         v[k++] = (double)hits / (double)o->widom;
+    }
+    if (l.steinhardt) {
+        double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+        int r = !x || hard_positions(s, x) ||
+                carlo_steinhardt(&s->box, s->N, x, carlo_steinhardt_rc((double)s->N / V), &v[k], &v[k + 1]);
+        free(x);
+        if (r)
+            return -1;
+        k += 2;
     }
     return 0;
 }

@@ -85,8 +85,16 @@ do
   check.ok("lua/shape_order/spheres_fluid", qf.Q4 < bound and qf.Q6 < bound,
     ("Q4 %.4f, Q6 %.4f, 5/sqrt(N) %.4f"):format(qf.Q4, qf.Q6, bound))
   check.raises("lua/shape_order/spheres_rc", function() sp:steinhardt{ rc = 100 } end, "rc", "100")
+  local o = sp:observe{ steinhardt = true, pressure = false }
+  check.ok("lua/shape_order/spheres_observe_key", o.Q4 == q.Q4 and o.Q6 == q.Q6,
+    ("observe Q4 %s, Q6 %s against the method's %s, %s"):format(o.Q4, o.Q6, q.Q4, q.Q6))
+  local plain = sp:observe{ pressure = false }
+  check.ok("lua/shape_order/spheres_default_keys", plain.Q4 == nil and plain.Q6 == nil)
+  local smp = sp:sample{ sweeps = 4, every = 2, steinhardt = true, pressure = false }
+  check.ok("lua/shape_order/spheres_sample_key", smp.Q6 and smp.Q6.mean > 0.3 and smp.Q6.err >= 0)
   local d = carlo.hard_disks{ N = 16, phi = 0.3, seed = 1, device = "cpu" }
   check.raises("lua/shape_order/disks_refused", function() d:steinhardt() end, "3D")
+  check.raises("lua/shape_order/disks_key_refused", function() d:observe{ steinhardt = true } end, "steinhardt")
 end
 
 -- bad input
