@@ -51,12 +51,14 @@ __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
 /* One checkerboard set: thread (a, b, c) of the grid updates cell (2a, 2b, 2c) + the set's
  * parities; consecutive a are consecutive addresses. Every thread reaches the reductions. With
  * GATHER, each thread's neighbour list lives in dynamic shared memory, entries a block's
- * thread count apart (consecutive threads, consecutive banks). */
-template <int DIM, int NMAX, int CACHE, int GATHER>
+ * thread count apart (consecutive threads, consecutive banks). With TETHER, the harmonic tether
+ * th (Frenkel-Ladd runs) decides each move before its overlap tests, as on the CPU; without,
+ * th is never read and the kernel is the untethered one. */
+template <int DIM, int NMAX, int CACHE, int GATHER, int TETHER>
 __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_cell_grid g, float *pos,
                                                         const uint32_t *__restrict__ count, int set,
                                                         hard_moves mv, uint64_t seed, uint64_t step,
-                                                        dev_counters *ctr)
+                                                        dev_counters *ctr, hard_tether th)
 {
     extern __shared__ float nb_shared[];
     const int a = blockIdx.x * blockDim.x + threadIdx.x;
@@ -68,27 +70,7 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
         const int threads = (int)(blockDim.x * blockDim.y);
         float *nb = GATHER ? nb_shared + threadIdx.x + threadIdx.y * blockDim.x : NULL;
         accepted = hard_cell_update(DIM, NMAX, CACHE, &g, pos, count, xyz, mv, seed, step, nb, threads,
-                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, NULL, &tried);
-    }
-    warp_add(&ctr->tried, tried);
-    warp_add(&ctr->accepted, accepted);
-}
-
-/* One checkerboard set with the tether on (Frenkel-Ladd runs): one thread per active cell, the
- * cell in memory and every move scanning the neighbour cells, as the CPU's tethered update. */
-template <int DIM, int NMAX>
-__global__ void __launch_bounds__(256) tether_kernel(carlo_cell_grid g, float *pos,
-                                                     const uint32_t *__restrict__ count, int set,
-                                                     hard_moves mv, uint64_t seed, uint64_t step,
-                                                     hard_tether th, dev_counters *ctr)
-{
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned int tried = 0, accepted = 0;
-    if (t < carlo_cell_set_size(&g)) {
-        int xyz[3];
-        carlo_cell_active(&g, set, t, xyz);
-        accepted = hard_cell_update(DIM, NMAX, 0, &g, pos, count, xyz, mv, seed, step, NULL, 1,
-                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, &th, &tried);
+                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, TETHER ? &th : NULL, &tried);
     }
     warp_add(&ctr->tried, tried);
     warp_add(&ctr->accepted, accepted);
@@ -101,18 +83,25 @@ __global__ void __launch_bounds__(256) tether_kernel(carlo_cell_grid g, float *p
  * overflow scans its cells at every move instead); lane l draws the displacements of moves l, l + T, ...
  * ahead; each move's overlap tests are split over the lanes and combined by a vote. An overlap
  * is an overlap whichever lane finds it, so the decisions, and the chain, are those of
- * hard_cell_update. */
+ * hard_cell_update. With TETHER, every lane of the team makes the tether's decision of the move
+ * before the overlap tests, as hard_tether_accept makes it (hard_tether_dE and
+ * hard_tether_metropolis on the same inputs), and a refusal counts as a hit; lane l draws the
+ * Metropolis uniforms of moves l, l + T, ... and their logarithms ahead, with the displacements,
+ * so no draw waits inside a move; the tags of the cell's particles sit in shared memory.
+ * Without TETHER, th is never read. */
 #define HARD_TEAM_THREADS 128
 
-template <int DIM, int NMAX, int T>
+template <int DIM, int NMAX, int T, int TETHER>
 __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid g, float *pos,
                                                                 const uint32_t *__restrict__ count,
                                                                 int set, hard_moves mv, uint64_t seed,
-                                                                uint64_t step, dev_counters *ctr)
+                                                                uint64_t step, dev_counters *ctr,
+                                                                hard_tether th)
 {
     constexpr int LIST = (DIM == 3 ? 48 : 24) / T; /* list entries per lane: about twice the need */
     __shared__ float own_s[HARD_TEAM_THREADS / T][NMAX][DIM];
     __shared__ float list_s[LIST * DIM][HARD_TEAM_THREADS]; /* entry k, axis a of a thread */
+    __shared__ uint32_t tag_s[TETHER ? HARD_TEAM_THREADS / T : 1][TETHER ? NMAX : 1];
     const int lane = threadIdx.x & 31, tl = threadIdx.x % T, team = threadIdx.x / T;
     const int lead = lane & ~(T - 1);
     const int64_t t = (int64_t)blockIdx.x * (HARD_TEAM_THREADS / T) + team;
@@ -132,9 +121,12 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
     bool scan = false;
     uint64_t perm = HARD_IDENTITY;
     if (live) {
-        for (int i = tl; i < n; i += T)
+        for (int i = tl; i < n; i += T) {
             for (int a = 0; a < DIM; a++)
                 own[i][a] = pos[carlo_cell_slot(&g, c, i, a)];
+            if (TETHER)
+                tag_s[team][i] = th.tag[carlo_cell_slot(&g, c, i, 0)];
+        }
         /* this lane's neighbour cells: numbers tl, tl + T, ... of the 3^DIM - 1 around, into
          * its list (entry k, axis a at list_s[k * DIM + a][threadIdx.x]) */
         nl = hard_gather_cells(DIM, NMAX, &g, pos, count, xyz, tl, T, &list_s[0][threadIdx.x],
@@ -151,13 +143,24 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
     perm = __shfl_sync(FULL_WARP, perm, lead);
     __syncwarp();
     float dmine[3] = {0.0f, 0.0f, 0.0f};
+    double umine = 0.0, lmine = 0.0; /* with TETHER: this lane's Metropolis uniform and -log of it */
     int k = 0;
     for (int s = 0; s < mv.moves; s++) {
-        if (live && s % T == 0 && s + tl < mv.moves)
+        if (live && s % T == 0 && s + tl < mv.moves) {
             hard_displacement(&g, DIM, mv.delta, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
+            if (TETHER) {
+                umine = hard_tether_u(seed, step, (uint32_t)c, (uint32_t)(s + tl));
+                lmine = -log(umine);
+            }
+        }
         float dd[3] = {0.0f, 0.0f, 0.0f};
         for (int a = 0; a < DIM; a++)
             dd[a] = __shfl_sync(FULL_WARP, dmine[a], lead + s % T);
+        double u = 0.0, nlu = 0.0;
+        if (TETHER) {
+            u = __shfl_sync(FULL_WARP, umine, lead + s % T);
+            nlu = __shfl_sync(FULL_WARP, lmine, lead + s % T);
+        }
         int i = 0;
         if (live) {
             i = (int)(perm >> (4 * k) & 15u);
@@ -171,6 +174,11 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
                 tp[a] = own[i][a] + dd[a];
                 hit |= !(tp[a] >= 0.0f && tp[a] < g.w[a]); /* a move that leaves: rejected */
             }
+        if (TETHER && !hit) { /* the tether first, as hard_cell_update: it needs no neighbour */
+            const uint32_t tag = tag_s[team][i]; /* the reference (tag 0) stays */
+            hit = tag == 0u ||
+                  !hard_tether_metropolis(hard_tether_dE(&th, &g, DIM, xyz, tag, own[i], tp), u, nlu);
+        }
         for (int j = tl; j < n && !hit; j += T)
             hit = j != i && hard_d2_here(DIM, tp, own[j]) < 1.0f;
         for (int e = 0; e < nl && !hit; e++) {
@@ -339,14 +347,47 @@ int gpu_download(hard_system *s, carlo_cell_data *h)
     return carlo_cells_dev_download(&s->grid, &impl(s)->cur, h);
 }
 
+/* The kernels of one sub-sweep (subsweep_kernel, team_kernel) share one signature. */
+typedef void (*kernel_fn)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t,
+                          dev_counters *, hard_tether);
+
+template <int TETHER>
+kernel_fn team_for(int dim, int team)
+{
+    if (dim == 2)
+        return team == 2   ? team_kernel<2, HARD_NMAX_2D, 2, TETHER>
+               : team == 4 ? team_kernel<2, HARD_NMAX_2D, 4, TETHER>
+                           : team_kernel<2, HARD_NMAX_2D, 8, TETHER>;
+    return team == 2   ? team_kernel<3, HARD_NMAX_3D, 2, TETHER>
+           : team == 4 ? team_kernel<3, HARD_NMAX_3D, 4, TETHER>
+                       : team_kernel<3, HARD_NMAX_3D, 8, TETHER>;
+}
+
+template <int TETHER>
+kernel_fn subsweep_for(int dim, int cache, int gather)
+{
+    if (dim == 2)
+        return cache ? (gather ? subsweep_kernel<2, HARD_NMAX_2D, 1, 1, TETHER>
+                               : subsweep_kernel<2, HARD_NMAX_2D, 1, 0, TETHER>)
+                     : (gather ? subsweep_kernel<2, HARD_NMAX_2D, 0, 1, TETHER>
+                               : subsweep_kernel<2, HARD_NMAX_2D, 0, 0, TETHER>);
+    return cache ? (gather ? subsweep_kernel<3, HARD_NMAX_3D, 1, 1, TETHER>
+                           : subsweep_kernel<3, HARD_NMAX_3D, 1, 0, TETHER>)
+                 : (gather ? subsweep_kernel<3, HARD_NMAX_3D, 0, 1, TETHER>
+                           : subsweep_kernel<3, HARD_NMAX_3D, 0, 0, TETHER>);
+}
+
 int gpu_subsweep(hard_system *s, int set, uint64_t step)
 {
     gpu_impl *g = impl(s);
     const carlo_cell_grid &gr = s->grid;
     const hard_launch &la = s->launch; /* never the chain: every launch decides the same */
     int bx = la.block[0] > 0 ? la.block[0] : 32, by = la.block[1] > 0 ? la.block[1] : 4;
-    if (s->lambda > 0 && s->sites) {
-        hard_tether th;
+    /* the tether (Frenkel-Ladd runs) goes through the launch chosen, its kernels' TETHER form */
+    hard_tether th;
+    memset(&th, 0, sizeof th);
+    const int tether = s->lambda > 0 && s->sites;
+    if (tether) {
         th.lambda = s->lambda;
         for (int a = 0; a < 3; a++) {
             th.origin[a] = s->origin[a];
@@ -354,30 +395,15 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
         }
         th.site = g->sites;
         th.tag = g->cur.aux; /* word plane 0 */
-        const unsigned blocks = (unsigned)((carlo_cell_set_size(&gr) + 255) / 256);
-        if (gr.dim == 2)
-            tether_kernel<2, HARD_NMAX_2D><<<blocks, 256>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
-                                                            s->seed, step, th, g->ctr);
-        else
-            tether_kernel<3, HARD_NMAX_3D><<<blocks, 256>>>(gr, g->cur.pos, g->cur.count, set, s->mv,
-                                                            s->seed, step, th, g->ctr);
-        CK(cudaGetLastError());
-        return 0;
     }
     dim3 block((unsigned)bx, (unsigned)by, 1);
     dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx), (unsigned)((gr.half[1] + by - 1) / by),
               (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
     if (la.team > 1) {
-        void (*k)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t, dev_counters *);
-        if (gr.dim == 2)
-            k = la.team == 2 ? team_kernel<2, HARD_NMAX_2D, 2>
-                : la.team == 4 ? team_kernel<2, HARD_NMAX_2D, 4> : team_kernel<2, HARD_NMAX_2D, 8>;
-        else
-            k = la.team == 2 ? team_kernel<3, HARD_NMAX_3D, 2>
-                : la.team == 4 ? team_kernel<3, HARD_NMAX_3D, 4> : team_kernel<3, HARD_NMAX_3D, 8>;
+        kernel_fn k = tether ? team_for<1>(gr.dim, la.team) : team_for<0>(gr.dim, la.team);
         const int64_t per = HARD_TEAM_THREADS / la.team;
         const unsigned blocks = (unsigned)((carlo_cell_set_size(&gr) + per - 1) / per);
-        k<<<blocks, HARD_TEAM_THREADS>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr);
+        k<<<blocks, HARD_TEAM_THREADS>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th);
         CK(cudaGetLastError());
         return 0;
     }
@@ -390,17 +416,11 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
     const int gather = la.gather != 0 && smem <= g->smem_max;
     if (!gather)
         smem = 0;
-    void (*k)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t, dev_counters *);
-    if (gr.dim == 2)
-        k = cache ? (gather ? subsweep_kernel<2, HARD_NMAX_2D, 1, 1> : subsweep_kernel<2, HARD_NMAX_2D, 1, 0>)
-                  : (gather ? subsweep_kernel<2, HARD_NMAX_2D, 0, 1> : subsweep_kernel<2, HARD_NMAX_2D, 0, 0>);
-    else
-        k = cache ? (gather ? subsweep_kernel<3, HARD_NMAX_3D, 1, 1> : subsweep_kernel<3, HARD_NMAX_3D, 1, 0>)
-                  : (gather ? subsweep_kernel<3, HARD_NMAX_3D, 0, 1> : subsweep_kernel<3, HARD_NMAX_3D, 0, 0>);
+    kernel_fn k = tether ? subsweep_for<1>(gr.dim, cache, gather) : subsweep_for<0>(gr.dim, cache, gather);
     /* lists of large blocks need more than the default 48 KiB of shared memory per block */
     if (smem > 48 * 1024)
         CK(carlo_smem_raise((const void *)k, smem));
-    k<<<grid, block, smem>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr);
+    k<<<grid, block, smem>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th);
     CK(cudaGetLastError());
     return 0;
 }

@@ -494,7 +494,11 @@ CARLO_HD double hard_tether_r2(const hard_tether *th, const carlo_cell_grid *g, 
         d = d + th->origin[a];
         d = d - 0.5 * L;
         d = d - r0[a];
-        d = d - L * rint(d / L);
+        /* the minimum image; within a quarter box of the site (nearly always) d / L rounds to
+         * 0 and d - L * 0 is d (up to the sign of a zero, which the square drops): d is kept,
+         * without the division */
+        if (!(fabs(d) < 0.25 * L))
+            d = d - L * rint(d / L);
         r2 = r2 + d * d;
     }
     return r2;
@@ -519,23 +523,56 @@ CARLO_HD double hard_exp_neg(double x)
     return ldexp(p, -k);
 }
 
+/* The tether's energy change beta dE = lambda (|t - r0|^2 - |old - r0|^2) of the particle of
+ * tag `tag` going from old to t (local coordinates of cell xyz). */
+CARLO_HD double hard_tether_dE(const hard_tether *th, const carlo_cell_grid *g, int dim, const int xyz[3],
+                               uint32_t tag, const float old[3], const float t[3])
+{
+    const double *r0 = th->site + 3 * (size_t)tag;
+    return th->lambda * (hard_tether_r2(th, g, dim, xyz, t, r0) - hard_tether_r2(th, g, dim, xyz, old, r0));
+}
+
+/* The uniform number of move s's Metropolis test: Philox(seed, TETHER, substep, cell, s). */
+CARLO_HD double hard_tether_u(uint64_t seed, uint64_t step, uint32_t cell, uint32_t s)
+{
+    const carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_TETHER, step, cell, s);
+    return carlo_u01(r.v[0], r.v[1]);
+}
+
+/* The Metropolis rule of the tether: accepted when !(dE > 0) or u < hard_exp_neg(dE), given
+ * nlu = -log(u) (+inf for u = 0). Mathematically u < exp(-dE) is dE < -log(u); the library's log
+ * (within an ulp or two on every backend, and nlu <= 37) and hard_exp_neg (within 4e-15 of
+ * exp(-dE): tests/unit/hard_tether.c) err by far less than 1e-9 in the exponent, so dE more
+ * than 1e-9 away from nlu gets hard_exp_neg's answer without it; closer (about one test in
+ * 1e9) asks hard_exp_neg. The decisions are hard_exp_neg's on every backend; the GPU team
+ * kernel draws u and its logarithm ahead of the move, off the path the move waits on. */
+CARLO_HD int hard_tether_metropolis(double dE, double u, double nlu)
+{
+    if (!(dE > 0.0))
+        return 1;
+    if (!(dE < 700.0)) /* hard_exp_neg is 0 there */
+        return 0;
+    if (dE < nlu - 1e-9)
+        return 1;
+    if (dE > nlu + 1e-9)
+        return 0;
+    return u < hard_exp_neg(dE);
+}
+
 /* Whether the tether lets the particle of tag `tag` go from old to t (local coordinates of
- * cell xyz): Metropolis on lambda (|t - r0|^2 - |old - r0|^2), the uniform number from
- * Philox(seed, TETHER, substep, cell, move s), drawn only for a rise in energy. The reference
- * particle (tag 0) stays. */
+ * cell xyz): hard_tether_metropolis of hard_tether_dE, the uniform number drawn only for a rise
+ * in energy. The reference particle (tag 0) stays. */
 CARLO_HD int hard_tether_accept(const hard_tether *th, const carlo_cell_grid *g, int dim, const int xyz[3],
                                 uint32_t tag, const float old[3], const float t[3], uint64_t seed,
                                 uint64_t step, uint32_t cell, uint32_t s)
 {
     if (tag == 0u)
         return 0;
-    const double *r0 = th->site + 3 * (size_t)tag;
-    const double dE = th->lambda * (hard_tether_r2(th, g, dim, xyz, t, r0) -
-                                    hard_tether_r2(th, g, dim, xyz, old, r0));
+    const double dE = hard_tether_dE(th, g, dim, xyz, tag, old, t);
     if (!(dE > 0.0))
         return 1;
-    carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_TETHER, step, cell, s);
-    return carlo_u01(r.v[0], r.v[1]) < hard_exp_neg(dE);
+    const double u = hard_tether_u(seed, step, cell, s);
+    return hard_tether_metropolis(dE, u, -log(u));
 }
 
 /* MPMC Algorithm 2 for one active cell: n_M trial moves. Returns the number accepted; the cell

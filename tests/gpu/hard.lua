@@ -87,7 +87,7 @@ c, g = pair(carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex", seed = 8,
 c:run{ sweeps = 300 }
 g:run{ sweeps = 300 }
 same("gpu/hard/bitwise-disks-tether", c, g)
--- the tether runs in its own kernel: the launch choice does not reach it
+-- the tether runs in the launch chosen, here a team of lanes per cell
 g:launch{ team = 4 }
 c:run{ sweeps = 50 }
 g:run{ sweeps = 50 }
@@ -130,6 +130,20 @@ for _, t in ipairs{ 1, 2, 4, 8 } do
     init = "fcc", seed = 17 }, 100, function(g) g:launch{ team = t } end)
   launch_chain("gpu/hard/bitwise-disks-team-" .. t, carlo.hard_disks, { N = 64 * 64, phi = 0.72, init = "hex",
     seed = 18 }, 100, function(g) g:launch{ team = t } end)
+end
+-- the tether through every form of the launch: the tether decides before the overlap tests in
+-- each, from the same doubles and draws as the CPU
+local tether_forms = {
+  { team = 1, gather = true, variant = "memory" }, { team = 1, gather = false, variant = "memory" },
+  { team = 1, gather = true, variant = "registers" }, { team = 1, gather = false, variant = "registers" },
+  { team = 2 }, { team = 4 }, { team = 8 } }
+for _, f in ipairs(tether_forms) do
+  local tag = f.team == 1 and ("one-" .. f.variant .. (f.gather and "-lists" or "-scan")) or ("team-" .. f.team)
+  launch_chain("gpu/hard/bitwise-spheres-tether-" .. tag, carlo.hard_spheres, { N = 4 * 6 * 6 * 6,
+    phi = 1.0409 * math.pi / 6, init = "fcc", seed = 19, lambda = 50, delta = 0.08 }, 100,
+    function(g) g:launch(f) end)
+  launch_chain("gpu/hard/bitwise-disks-tether-" .. tag, carlo.hard_disks, { N = 32 * 32, phi = 0.72,
+    init = "hex", seed = 20, lambda = 20, delta = 0.1 }, 100, function(g) g:launch(f) end)
 end
 -- a block whose lists would not fit in shared memory scans instead, with the same result
 launch_chain("gpu/hard/bitwise-disks-large-block", carlo.hard_disks, { N = 64 * 64, phi = 0.70, init = "hex",

@@ -25,6 +25,32 @@ static void exp_neg(void)
           "exp(-0) %g, exp(-800) %g", hard_exp_neg(0), hard_exp_neg(800));
 }
 
+/* The Metropolis rule screened by -log(u) decides as !(dE > 0) || u < hard_exp_neg(dE) does:
+ * uniform u, and u at the boundary (hard_exp_neg(dE) and its neighbouring doubles, where the
+ * screen must defer to the polynomial), for dE from -1 to past the cut-off, u = 0 included. */
+static void metropolis_rule(void)
+{
+    uint64_t state = 12345;
+    long differ = 0, tried = 0, edge = 0;
+    for (int k = -1000; k <= 200001; k++) {
+        const double x = k > 200000 ? 700.0 : 702.0 * k / 200000.0 * (k % 3 == 0 ? 1e-3 : 1.0);
+        const double e = hard_exp_neg(x);
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        const double us[6] = {(double)(state >> 11) * (1.0 / 9007199254740992.0), 0.0, e,
+                              nextafter(e, 0.0), nextafter(e, 1.0), e * (1.0 + 2e-9)};
+        for (int j = 0; j < 6; j++) {
+            const double u = us[j];
+            if (!(u >= 0.0 && u < 1.0))
+                continue;
+            tried++;
+            edge += j >= 2 && j <= 4 && u > 0.0 && x > 0.0;
+            differ += hard_tether_metropolis(x, u, -log(u)) != (!(x > 0.0) || u < e);
+        }
+    }
+    CHECK("unit/hard/tether-metropolis-screen", differ == 0 && edge > 100000,
+          "%ld of %ld decisions differ from u < hard_exp_neg(dE) (%ld at the boundary)", differ, tried, edge);
+}
+
 static void min_image(void)
 {
     /* a 4 x 4 grid of cells of width 1.5 in a 6 x 6 box, origin at (0.75, 5.5): the particle in
@@ -46,6 +72,32 @@ static void min_image(void)
     const double site[3] = {2.9, -2.8, 0};
     const double r2 = hard_tether_r2(&th, &g, 2, xyz, u, site);
     CHECK("unit/hard/tether-min-image", fabs(r2 - (0.6 * 0.6 + 0.45 * 0.45)) < 1e-12, "r2 = %.15g", r2);
+    /* the same double as the minimum image written out in full (d - L rint(d / L) on every axis),
+     * wherever the particle is: near its site, a quarter box away, across the boundary */
+    uint64_t state = 99;
+    long differ = 0;
+    for (int k = 0; k < 400000; k++) {
+        float v[3] = {0.0f, 0.0f, 0.0f};
+        double site2[3] = {0, 0, 0}, full = 0.0;
+        int c[3] = {0, 0, 0};
+        for (int a = 0; a < 2; a++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            c[a] = (int)(state >> 62);
+            v[a] = (float)((state >> 40 & 0xfffff) * (1.5 / 1048576.0));
+            site2[a] = (k % 4 == 0 ? 1.5 : 6.0) * ((double)(state >> 11 & 0x1fffff) / 2097152.0 - 0.5);
+            if (k % 7 == 0) /* a quarter box away, to the last bit */
+                site2[a] = (double)c[a] * 1.5 + (double)v[a] + th.origin[a] - 3.0 + (k % 2 ? 1.5 : -1.5);
+            double d = (double)c[a] * g.width[a] + (double)v[a];
+            d = d + th.origin[a];
+            d = d - 0.5 * th.L[a];
+            d = d - site2[a];
+            d = d - th.L[a] * rint(d / th.L[a]);
+            full = full + d * d;
+        }
+        differ += hard_tether_r2(&th, &g, 2, c, v, site2) != full;
+    }
+    CHECK("unit/hard/tether-min-image-full", differ == 0,
+          "%ld of 400000 distances differ from the full formula", differ);
 }
 
 static void metropolis(void)
@@ -83,6 +135,7 @@ static void metropolis(void)
 int main(void)
 {
     exp_neg();
+    metropolis_rule();
     min_image();
     metropolis();
     return check_failed;
