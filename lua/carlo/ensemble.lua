@@ -21,7 +21,9 @@ local Ensemble = {}
 Ensemble.__index = Ensemble
 
 local constructors = { potts = "potts", hard_disks = "hard_disks", hard_spheres = "hard_spheres",
-                       lj = "lj", kmc = "kmc" }
+                       lj = "lj", kmc = "kmc", hard_polygons = "hard_polygons",
+                       hard_polyhedra = "hard_polyhedra", hard_ellipses = "hard_ellipses",
+                       hard_ellipsoids = "hard_ellipsoids" }
 
 -- The extensive quantity conjugate to a control, from observe() (total energy or volume).
 local function conjugate(sys, control)

@@ -58,6 +58,8 @@ shape_system *shape_alloc(const shape_params *p)
     s->seed = p->seed;
     s->device = CARLO_CPU;
     s->serial = p->serial;
+    s->dlnV = 0.1 / (double)p->N;
+    s->volume_moves = 1;
     if (p->device == CARLO_GPU) {
         if (!shape_gpu_backend || p->serial) {
             carlo_seterr(p->serial ? "the serial reference runs on the CPU only"
@@ -547,6 +549,14 @@ static void serial_move(shape_system *s, uint64_t k)
     s->cnt[rotation ? 3 : 1]++;
 }
 
+static int volume_moves(shape_system *s)
+{
+    for (int k = 0; s->npt && k < s->volume_moves; k++)
+        if (shape_volume_move(s))
+            return -1;
+    return 0;
+}
+
 int shape_sweep(shape_system *s)
 {
     if (s->serial) {
@@ -554,7 +564,7 @@ int shape_sweep(shape_system *s)
             serial_move(s, (uint64_t)k);
         s->sweeps++;
         s->step++;
-        return 0;
+        return volume_moves(s);
     }
     int order[8];
     carlo_cells_set_order(s->dim, s->seed, SHAPE_PURPOSE_SETS, s->sweeps, order);
@@ -564,7 +574,7 @@ int shape_sweep(shape_system *s)
     if (shape_shift_cells(s))
         return -1;
     s->step++;
-    return 0;
+    return volume_moves(s);
 }
 
 /* ---------- state ---------- */
@@ -703,11 +713,9 @@ int shape_verify(shape_system *s)
 
 /* Re-plan the grid for box nb (storage reallocated when its shape changes; a GPU system's
  * device storage too, its counts kept). The particles are placed afterwards. */
-static int set_box(shape_system *s, const carlo_box *nb)
+static int set_grid(shape_system *s, const carlo_cell_grid *pg)
 {
-    carlo_cell_grid g;
-    if (plan(&g, nb, &s->shape, s->volume1))
-        return -1;
+    const carlo_cell_grid g = *pg;
     if (!s->serial && (g.ncells != s->grid.ncells || g.nmax != s->grid.nmax)) {
         if (s->be) {
             uint64_t c[4];
@@ -732,6 +740,81 @@ static int set_box(shape_system *s, const carlo_box *nb)
     if ((double)s->mv.delta > wmin)
         s->mv.delta = (float)wmin;
     return 0;
+}
+
+static int set_box(shape_system *s, const carlo_box *nb)
+{
+    carlo_cell_grid g;
+    if (plan(&g, nb, &s->shape, s->volume1))
+        return -1;
+    return set_grid(s, &g);
+}
+
+/* ---------- NPT ---------- */
+
+int shape_set_pressure(shape_system *s, double pressure)
+{
+    if (pressure == 0) {
+        s->npt = 0;
+        s->ops = &shape_ops;
+        return 0;
+    }
+    if (!(pressure > 0) || !isfinite(pressure))
+        return carlo_seterr("pressure must be a number > 0 (beta P in the vertices' length unit^-%d), or "
+                            "0 for NVT (got %.17g)", s->dim, pressure);
+    s->pressure = pressure;
+    s->npt = 1;
+    s->ops = &shape_ops_npt;
+    return 0;
+}
+
+/* A move of ln V by a uniform amount in [-dlnV, dlnV], realized on the grid planned for the new
+ * box (its widths exact, so the realized volume is the one the acceptance sees, as the hard
+ * disks do): first the pressure test, then the centres scaled (orientations kept) and checked for
+ * overlaps; an accepted box re-grids the cells and places the particles anew (host side, on
+ * every backend: the same chain on the CPU and the GPU). */
+int shape_volume_move(shape_system *s)
+{
+    if (carlo_sys_alive(&s->sys))
+        return -1;
+    carlo_u32x4 r = carlo_rng(s->seed, SHAPE_PURPOSE_VOLUME, s->vsteps++, 0, 0);
+    const double dl = (2.0 * carlo_u01(r.v[0], r.v[1]) - 1.0) * s->dlnV;
+    s->vcnt[0]++;
+    carlo_box nb = s->box;
+    const double lam = exp(dl / s->dim);
+    for (int a = 0; a < s->dim; a++)
+        nb.L[a] *= lam;
+    carlo_cell_grid g;
+    if (plan(&g, &nb, &s->shape, s->volume1)) /* rejecting would truncate the volume distribution */
+        return carlo_seterr("NPT: the box side reached %.6g, which has no cell grid of cells %.6g wide: "
+                            "simulate more particles", nb.L[0], 2.0 * s->shape.R);
+    const carlo_box real = carlo_cells_box(&g);
+    const double V = carlo_box_volume(&s->box), Vn = carlo_box_volume(&real);
+    if (!shape_volume_accept(s->pressure, s->N, V, Vn, carlo_u01(r.v[2], r.v[3])))
+        return 0;
+    const int64_t N = s->N;
+    double *x = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
+    double *y = x ? carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions") : NULL;
+    uint32_t *o = y ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations") : NULL;
+    int rc = o ? shape_state(s, x, o) : -1;
+    int64_t count = 0, pairs[2];
+    if (rc == 0) {
+        for (int64_t k = 0; k < N; k++)
+            for (int a = 0; a < 3; a++)
+                y[3 * k + a] = a < s->dim ? x[3 * k + a] * (real.L[a] / s->box.L[a]) : 0.0;
+        rc = shape_overlaps_of(&s->shape, &real, N, y, o, &count, pairs, 1);
+    }
+    if (rc == 0 && count == 0) {
+        const carlo_cell_grid old = s->grid;
+        if (set_grid(s, &g) == 0 && place(s, y, o) == 0)
+            s->vcnt[1]++;
+        else if (set_grid(s, &old) || place(s, x, o)) /* refused in single precision: back */
+            rc = -1;
+    }
+    free(x);
+    free(y);
+    free(o);
+    return rc;
 }
 
 int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_sweeps)
@@ -805,18 +888,32 @@ static double retune(double size, double acc, double target, double lo, double h
 
 int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, double *acc_t, double *acc_r)
 {
-    if (!(target > 0 && target < 1) || rounds < 1 || sweeps < 1)
-        return carlo_seterr("tuning needs a target in (0, 1), rounds >= 1 and sweeps >= 1 (got %g, %d, %llu)",
-                            target, rounds, (unsigned long long)sweeps);
-    double wmin = s->grid.width[0];
-    for (int a = 1; a < s->dim; a++)
-        wmin = fmin(wmin, s->grid.width[a]);
+    double acc_v;
+    return shape_tune_npt(s, target, 0.3, rounds, sweeps, acc_t, acc_r, &acc_v);
+}
+
+int shape_tune_npt(shape_system *s, double target, double vol_target, int rounds, uint64_t sweeps,
+                   double *acc_t, double *acc_r, double *acc_v)
+{
+    if (!(target > 0 && target < 1) || !(vol_target > 0 && vol_target < 1) || rounds < 1 || sweeps < 1)
+        return carlo_seterr("tuning needs targets in (0, 1), rounds >= 1 and sweeps >= 1 (got target %g, "
+                            "volume target %g, %d, %llu)", target, vol_target, rounds,
+                            (unsigned long long)sweeps);
+    *acc_v = NAN;
     *acc_t = *acc_r = NAN;
     for (int r = 0; r < rounds; r++) {
-        uint64_t c0[4], c1[4];
+        uint64_t c0[4], c1[4], v0[2] = {s->vcnt[0], s->vcnt[1]};
         if (shape_counts(s, c0) || carlo_advance(&s->sys, sweeps) || shape_counts(s, c1))
             return -1;
+        const uint64_t vt = s->vcnt[0] - v0[0], va = s->vcnt[1] - v0[1];
+        if (s->npt && vt) {
+            *acc_v = (double)va / (double)vt;
+            s->dlnV = retune(s->dlnV, *acc_v, vol_target, 1e-12, 1.0);
+        }
         uint64_t tt = c1[0] - c0[0], ta = c1[1] - c0[1], rt = c1[2] - c0[2], ra = c1[3] - c0[3];
+        double wmin = s->grid.width[0]; /* after the round: NPT moves the grid */
+        for (int a = 1; a < s->dim; a++)
+            wmin = fmin(wmin, s->grid.width[a]);
         double d = s->mv.delta, rot = s->mv.rotate;
         if (tt) {
             *acc_t = (double)ta / (double)tt;

@@ -1,7 +1,7 @@
 /* shape.h — hard convex shapes (polygons, spheropolygons, polyhedra, spheropolyhedra, ellipses,
  * ellipsoids) at k_B T = 1, simulated with checkerboard Metropolis Monte Carlo of translations
- * and rotations (HPMC, Anderson et al. 2016) on the shared cell grid (core/cells.h), in NVT,
- * on the CPU; and the serial reference chain (one random particle per move) for tests.
+ * and rotations (HPMC, Anderson et al. 2016) on the shared cell grid (core/cells.h), in NVT or
+ * NPT (isotropic volume moves), on the CPU; and the serial reference chain (one random particle per move) for tests.
  *
  * Particles live in the cells with float coordinates local to their cell, as the hard disks
  * do; each carries its tag (word 0) and its orientation (words 1.., shape_kernel.h). A
@@ -52,6 +52,12 @@ typedef struct shape_system {
     double *x;              /* serial: N x 3, box coordinates in [-L/2, L/2) */
     uint32_t *ori;          /* serial: N x 4 orientation words */
     carlo_cell_data cur, spare; /* the cells (GPU: cur is the host copy, fetched on demand) */
+    int npt;                /* 1: NPT, volume moves after each sweep at beta P = pressure */
+    double pressure;        /* beta P in the vertices' length unit (1 / length^dim) */
+    double dlnV;            /* volume moves: ln V changes by a uniform amount in [-dlnV, dlnV] */
+    int volume_moves;       /* volume moves per sweep (NPT) */
+    uint64_t vsteps;        /* the RNG step of volume moves */
+    uint64_t vcnt[2];       /* volume moves tried, accepted */
     uint64_t cnt[4];        /* translations tried, accepted; rotations tried, accepted (GPU: those
                                counted on the device come on top, shape_counts) */
     const struct shape_backend *be; /* NULL: the CPU */
@@ -125,7 +131,15 @@ int shape_set_moves(shape_system *s, double delta, double rotate);
 
 int shape_subsweep(shape_system *s, int set);
 int shape_shift_cells(shape_system *s);
-int shape_sweep(shape_system *s); /* sets in shuffled order and a cell shift; serial: N moves */
+int shape_sweep(shape_system *s); /* sets in shuffled order and a cell shift; serial: N moves;
+                                     NPT: then volume_moves volume moves */
+
+/* NPT: beta P > 0 makes the system NPT, 0 makes it NVT. */
+#define SHAPE_VOLUME_MOVES_MAX 1024
+int shape_set_pressure(shape_system *s, double pressure);
+/* One isotropic volume move (shape_volume_accept, then the overlap check of the scaled
+ * configuration on the grid planned for the new box). */
+int shape_volume_move(shape_system *s);
 
 /* Positions (N x 3, box coordinates in [-L/2, L/2), z = 0 in 2D) and orientation words
  * (N x 4) by tag; either may be NULL. */
@@ -149,6 +163,9 @@ int shape_compress(shape_system *s, double phi, uint64_t sweeps_between, uint64_
 /* Tune delta and rotate towards a target acceptance over rounds of sweeps (equilibration only). */
 int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, double *acc_t,
                double *acc_r);
+/* NPT: dlnV towards vol_target as well (*acc_v: the last round's volume acceptance). */
+int shape_tune_npt(shape_system *s, double target, double vol_target, int rounds, uint64_t sweeps,
+                   double *acc_t, double *acc_r, double *acc_v);
 
 /* ---------- observables (shape_observe.c) ---------- */
 
@@ -196,7 +213,8 @@ int shape_png(shape_system *s, const char *path, int size, int period);
 /* HOOMD's shape specification of the shape as JSON (a frame's particles/type_shapes):
  * Polygon, ConvexPolyhedron or Ellipsoid; a malloc'd string, or NULL with the message. */
 char *shape_type_json(const shape_def *d);
-extern const carlo_ops shape_ops;
+extern const carlo_ops shape_ops;     /* NVT */
+extern const carlo_ops shape_ops_npt; /* NPT: the control "pressure", the volume observable */
 int shape_checkpoint(shape_system *s, carlo_frame *f);
 shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device);
 

@@ -39,6 +39,7 @@
 #define SHAPE_PURPOSE_SHIFT  0x52u /* the cell shift after each sweep */
 #define SHAPE_PURPOSE_INIT   0x53u /* random initial configurations */
 #define SHAPE_PURPOSE_SERIAL 0x54u /* the serial reference chain */
+#define SHAPE_PURPOSE_VOLUME 0x55u /* NPT volume moves */
 
 #define SHAPE_VMAX 64 /* vertices per shape */
 
@@ -602,6 +603,19 @@ CARLO_HD void shape_cell_update(const shape_def *s, const carlo_cell_grid *g, fl
             aux[carlo_cell_slot(g, c, i, 1 + k)] = o[k];
         cnt[rotation ? 3 : 1]++;
     }
+}
+
+/* ---------- NPT volume moves ---------- */
+
+/* Whether a move of the box from volume V to Vn (every centre scaled along, orientations kept)
+ * passes the pressure test at beta P = pressure (u uniform in [0, 1), drawn for every move): the
+ * log-volume rule min(1, exp(-beta P (Vn - V) + (N + 1) ln(Vn / V))), whose stationary measure is
+ * exp(-beta P V) dV times the configurational weight. The overlap check of the scaled
+ * configuration comes on top. */
+CARLO_HD int shape_volume_accept(double pressure, int64_t N, double V, double Vn, double u)
+{
+    const double arg = -pressure * (Vn - V) + (double)(N + 1) * log(Vn / V);
+    return !(arg < 0) || u < exp(arg);
 }
 
 #endif

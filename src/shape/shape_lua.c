@@ -287,9 +287,10 @@ static int construct(lua_State *L, const kind *k)
     const char *where = k->where;
     static const char *const poly_keys[] = {"vertices", "sweep_radius", "N", "phi", "box", "seed", "init",
                                             "device", "delta", "rotate", "moves_per_cell", "serial",
-                                            "quiet", NULL};
+                                            "quiet", "pressure", "dlnV", "volume_moves", NULL};
     static const char *const ell_keys[] = {"a", "b", "c", "N", "phi", "box", "seed", "init", "device",
-                                           "delta", "rotate", "moves_per_cell", "serial", "quiet", NULL};
+                                           "delta", "rotate", "moves_per_cell", "serial", "quiet",
+                                           "pressure", "dlnV", "volume_moves", NULL};
     static const char *const devices[] = {"auto", "cpu", "gpu", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
@@ -307,6 +308,9 @@ static int construct(lua_State *L, const kind *k)
     p.moves_per_cell = (int)carlo_arg_int(L, 1, where, "moves_per_cell", 0, 4, 1, SHAPE_MOVES_MAX);
     p.serial = carlo_arg_bool(L, 1, where, "serial", 0);
     (void)carlo_arg_bool(L, 1, where, "quiet", 0);
+    const double pressure = carlo_arg_num(L, 1, where, "pressure", 0, 0, 0, 0, INFINITY, 0);
+    const double dlnV = carlo_arg_num(L, 1, where, "dlnV", 0, 0, 0, 0, 1, 1);
+    const int volume_moves = (int)carlo_arg_int(L, 1, where, "volume_moves", 0, 1, 1, SHAPE_VOLUME_MOVES_MAX);
     const char *inits[] = {"random", k->lattice, k->dim == 3 ? "bcc" : NULL, k->dim == 3 ? "fcc" : NULL, NULL};
     int init = carlo_lua_init_arg(L, 1, where, NULL, "random", inits, 1);
     lua_Integer step = 0;
@@ -321,6 +325,13 @@ static int construct(lua_State *L, const kind *k)
     if (!s)
         return carlo_raise(L, where);
     s->step = (uint64_t)step;
+    if (dlnV > 0)
+        s->dlnV = dlnV;
+    s->volume_moves = volume_moves;
+    if (pressure > 0 && shape_set_pressure(s, pressure)) {
+        shape_destroy(s);
+        return carlo_raise(L, where);
+    }
     carlo_lua_push_system(L, &shape_lua_model, &s->sys);
     return 1;
 }
@@ -414,11 +425,11 @@ static void optional_table(lua_State *L, int idx)
     luaL_checktype(L, idx, LUA_TTABLE);
 }
 
-/* sys:tune{ target = 0.3, rounds = 20, sweeps = 50 } -> { delta =, rotate =, acceptance =,
- * rotate_acceptance = } */
+/* sys:tune{ target = 0.3, volume_target = 0.3, rounds = 20, sweeps = 50 } -> { delta =, rotate =,
+ * acceptance =, rotate_acceptance = [, dlnV =, volume_acceptance =] } */
 static int l_tune(lua_State *L)
 {
-    static const char *const keys[] = {"target", "rounds", "sweeps", NULL};
+    static const char *const keys[] = {"target", "volume_target", "rounds", "sweeps", NULL};
     const char *where = "shape:tune";
     shape_system *s = check(L, 1);
     optional_table(L, 2);
@@ -426,14 +437,19 @@ static int l_tune(lua_State *L)
     double target = carlo_arg_num(L, 2, where, "target", 0, 0.3, 0, 0, 1, 0);
     int rounds = (int)carlo_arg_int(L, 2, where, "rounds", 0, 20, 1, 100000);
     uint64_t sweeps = (uint64_t)carlo_arg_int(L, 2, where, "sweeps", 0, 50, 1, (int64_t)1 << 40);
-    double at, ar;
-    if (shape_tune(s, target, rounds, sweeps, &at, &ar))
+    double vt = carlo_arg_num(L, 2, where, "volume_target", 0, 0.3, 0, 0, 1, 0);
+    double at, ar, av;
+    if (shape_tune_npt(s, target, vt, rounds, sweeps, &at, &ar, &av))
         return carlo_raise(L, where);
-    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, 6);
     carlo_lua_setnum(L, "delta", (double)s->mv.delta);
     carlo_lua_setnum(L, "rotate", s->mv.rotate);
     carlo_lua_setnum(L, "acceptance", at);
     carlo_lua_setnum(L, "rotate_acceptance", ar);
+    if (s->npt) {
+        carlo_lua_setnum(L, "dlnV", s->dlnV);
+        carlo_lua_setnum(L, "volume_acceptance", av);
+    }
     return 1;
 }
 
@@ -605,8 +621,11 @@ static void describe(lua_State *L, carlo_sys *c)
 {
     shape_system *s = (shape_system *)c;
     char buf[160];
-    snprintf(buf, sizeof buf, "%s, N = %lld, phi = %.6f, NVT%s", s->what, (long long)s->N,
-             (double)s->N * s->volume1 / carlo_box_volume(&s->box), s->serial ? ", serial reference" : "");
+    char ens[48] = "NVT";
+    if (s->npt)
+        snprintf(ens, sizeof ens, "NPT at beta P = %.6g", s->pressure);
+    snprintf(buf, sizeof buf, "%s, N = %lld, phi = %.6f, %s%s", s->what, (long long)s->N,
+             (double)s->N * s->volume1 / carlo_box_volume(&s->box), ens, s->serial ? ", serial reference" : "");
     lua_pushstring(L, buf);
 }
 
@@ -634,6 +653,14 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushinteger(L, s->mv.moves);
     else if (strcmp(k, "serial") == 0)
         lua_pushboolean(L, s->serial);
+    else if (strcmp(k, "npt") == 0)
+        lua_pushboolean(L, s->npt);
+    else if (strcmp(k, "dlnV") == 0)
+        lua_pushnumber(L, s->dlnV);
+    else if (strcmp(k, "volume_moves") == 0)
+        lua_pushinteger(L, s->volume_moves);
+    else if (strcmp(k, "pressure") == 0) /* an NVT system's; an NPT one's is its control */
+        lua_pushnil(L);
     else if (strcmp(k, "particle_volume") == 0)
         lua_pushnumber(L, s->volume1);
     else if (strcmp(k, "circumradius") == 0)
@@ -670,6 +697,21 @@ static int newindex_field(lua_State *L, carlo_sys *c, const char *k, int v)
             return fail(L, "shape: moves_per_cell must be an integer from 1 to %d (got %s)", SHAPE_MOVES_MAX,
                         luaL_tolstring(L, v, NULL));
         s->mv.moves = (int)x;
+    } else if (strcmp(k, "volume_moves") == 0) {
+        if (!lua_isinteger(L, v) || x < 1 || x > SHAPE_VOLUME_MOVES_MAX)
+            return fail(L, "shape: volume_moves must be an integer from 1 to %d (got %s)",
+                        SHAPE_VOLUME_MOVES_MAX, luaL_tolstring(L, v, NULL));
+        s->volume_moves = (int)x;
+    } else if (strcmp(k, "dlnV") == 0) {
+        if (!isnum || !(x > 0) || x > 1)
+            return fail(L, "shape: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, v, NULL));
+        s->dlnV = x;
+    } else if (strcmp(k, "pressure") == 0 && (lua_isnil(L, v) || !s->npt)) {
+        if (!lua_isnil(L, v) && (!isnum || !(x > 0) || !isfinite(x)))
+            return fail(L, "shape: pressure must be a number > 0 (beta P in the vertices' length unit^-%d), "
+                           "or nil for NVT (got %s)", s->dim, luaL_tolstring(L, v, NULL));
+        if (shape_set_pressure(s, lua_isnil(L, v) ? 0 : x))
+            return carlo_raise(L, "shape");
     } else {
         return 0;
     }
@@ -755,8 +797,14 @@ static void observe_extra(lua_State *L, carlo_sys *c, int replica, const double 
     (void)values;
     shape_system *s = (shape_system *)c;
     carlo_lua_setint(L, "N", (long long)s->N);
-    carlo_lua_setnum(L, "volume", carlo_box_volume(&s->box));
+    if (!s->npt) /* an NPT system's volume is one of its observables */
+        carlo_lua_setnum(L, "volume", carlo_box_volume(&s->box));
     carlo_lua_setnum(L, "delta", (double)s->mv.delta);
+    carlo_lua_setnum(L, "dlnV", s->dlnV);
+    carlo_lua_setint(L, "volume_tried", (long long)s->vcnt[0]);
+    carlo_lua_setint(L, "volume_accepted", (long long)s->vcnt[1]);
+    if (s->vcnt[0])
+        carlo_lua_setnum(L, "volume_acceptance", (double)s->vcnt[1] / (double)s->vcnt[0]);
     carlo_lua_setnum(L, "rotate", s->mv.rotate);
     uint64_t n[4];
     if (shape_counts(s, n))
@@ -769,7 +817,8 @@ static void observe_extra(lua_State *L, carlo_sys *c, int replica, const double 
         carlo_lua_setnum(L, "rotate_acceptance", (double)n[3] / (double)n[2]);
 }
 
-static const char *const settable[] = {"delta", "rotate", "moves_per_cell", NULL};
+static const char *const settable[] = {"delta", "rotate", "moves_per_cell", "dlnV", "volume_moves",
+                                       "pressure", NULL};
 
 /* The serial reference is restored on the CPU. */
 static const char *load_device(const carlo_frame *f)

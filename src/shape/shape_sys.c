@@ -1,5 +1,6 @@
 /* shape_sys.c — hard shapes in the system layer (core/sys.h): advance = n sweeps, the move
- * counts, the observables of the shared sample (phi, rho, the SDF pressure, psi_n, Q4, Q6, S),
+ * counts, the pressure control of NPT systems, the observables of the shared sample (phi, rho,
+ * [volume and the compressibility], the SDF pressure, psi_n, Q4, Q6, S),
  * trajectory frames (positions, orientations as quaternions, the shape as GSD's type_shapes),
  * checkpoints and restore. */
 #include <math.h>
@@ -40,10 +41,12 @@ static int op_counts(carlo_sys *c, carlo_counts *out)
         return -1;
     out->tried = n[0] + n[2];
     out->accepted = n[1] + n[3];
+    out->volume_tried = SYS(c)->vcnt[0];
+    out->volume_accepted = SYS(c)->vcnt[1];
     return 0;
 }
 
-/* ---------- observables: phi, rho, [P], [psi, psi6], [Q4, Q6], [S] ---------- */
+/* ---------- observables: phi, rho, [volume], [P], [psi, psi6], [Q4, Q6], [S] ---------- */
 
 static const shape_observe_opt defaults = {0};
 
@@ -55,12 +58,24 @@ void shape_observe_defaults(shape_observe_opt *o)
     o->degree = 5;
 }
 
+/* (<V^2> - <V>^2) / <V>: the isothermal compressibility times V / (k_B T), k_B T = 1 */
+static double f_compressibility(const double *mu, const carlo_sys *c, int k)
+{
+    (void)c;
+    (void)k;
+    return (mu[1] - mu[0] * mu[0]) / mu[0];
+}
+
 static int op_observables(carlo_sys *c, const void *opt, carlo_obs_set *o)
 {
     const shape_observe_opt *op = opt ? opt : &defaults;
-    (void)c;
     carlo_obs_add(o, "phi");
     carlo_obs_add(o, "rho");
+    if (SYS(c)->npt) {
+        const int iV = carlo_obs_add(o, "volume");
+        const int in[2] = {iV, iV}, pw[2] = {1, 2};
+        carlo_obs_derive(o, "compressibility", f_compressibility, 2, in, pw);
+    }
     if (!op->no_pressure)
         carlo_obs_add(o, "P");
     if (op->psi > 0) {
@@ -94,6 +109,8 @@ static int op_observe(carlo_sys *c, const void *opt, double *v)
     int k = 0;
     v[k++] = (double)s->N * s->volume1 / V;
     v[k++] = (double)s->N / V;
+    if (s->npt)
+        v[k++] = V;
     if (!o->no_pressure && shape_pressure_sdf(s, o->dx, o->xmax, o->degree, &v[k++]))
         return -1;
     if (o->psi > 0) {
@@ -111,6 +128,23 @@ static int op_observe(carlo_sys *c, const void *opt, double *v)
         return -1;
     return 0;
 }
+
+/* ---------- the control of NPT systems ---------- */
+
+static int get_pressure(carlo_sys *c, double *v)
+{
+    *v = SYS(c)->pressure;
+    return 0;
+}
+
+static int set_pressure(carlo_sys *c, double v)
+{
+    return shape_set_pressure(SYS(c), v);
+}
+
+static const carlo_control npt_controls[] = {
+    {"pressure", 0, INFINITY, 0, 0, get_pressure, set_pressure},
+};
 
 /* ---------- frames and checkpoints ---------- */
 
@@ -221,6 +255,8 @@ int shape_checkpoint(shape_system *s, carlo_frame *f)
     double box[8] = {s->box.L[0], s->box.L[1], s->box.L[2], s->origin[0], s->origin[1], s->origin[2],
                      (double)s->mv.delta, s->mv.rotate};
     int32_t moves = s->mv.moves;
+    double npt[4] = {s->pressure, s->dlnV, (double)s->npt, (double)s->volume_moves};
+    uint64_t vol[4] = {s->vsteps, s->vcnt[0], s->vcnt[1], 0};
     int rc = carlo_frame_add_string(f, "carlo/model", "shape") ||
              carlo_frame_add_u64(f, "configuration/step", s->step) ||
              carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
@@ -230,7 +266,9 @@ int shape_checkpoint(shape_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "shape/vertices", CARLO_F64, SHAPE_VMAX, 3, sh->v) ||
              carlo_frame_add_copy(f, "shape/counters", CARLO_U64, 8, 1, counters) ||
              carlo_frame_add_copy(f, "shape/box", CARLO_F64, 8, 1, box) ||
-             carlo_frame_add_copy(f, "shape/moves", CARLO_I32, 1, 1, &moves);
+             carlo_frame_add_copy(f, "shape/moves", CARLO_I32, 1, 1, &moves) ||
+             carlo_frame_add_copy(f, "shape/npt", CARLO_F64, 4, 1, npt) ||
+             carlo_frame_add_copy(f, "shape/volume_moves", CARLO_U64, 4, 1, vol);
     if (rc)
         return -1;
     if (s->serial)
@@ -256,6 +294,27 @@ static const char *what_name(const carlo_chunk *c)
         if (c->rows == strlen(names[i]) && memcmp(c->data, names[i], c->rows) == 0)
             return names[i];
     return NULL;
+}
+
+/* The NPT state (absent from checkpoints of NVT-only versions: NVT with the defaults). */
+static int restore_npt(shape_system *s, const carlo_frame *f)
+{
+    if (!carlo_frame_find(f, "shape/npt"))
+        return 0;
+    const double *npt = carlo_frame_expect(f, "shape/npt", CARLO_F64, 4, 1);
+    const uint64_t *vol = carlo_frame_expect(f, "shape/volume_moves", CARLO_U64, 4, 1);
+    if (!npt || !vol)
+        return -1;
+    if (!(npt[1] > 0 && npt[1] <= 1) || !(npt[3] >= 1 && npt[3] <= SHAPE_VOLUME_MOVES_MAX) ||
+        (npt[2] != 0 && npt[2] != 1) || vol[2] > vol[1])
+        return carlo_seterr("bad NPT record (pressure %.9g, dlnV %.9g, volume moves %.9g)", npt[0], npt[1],
+                            npt[3]);
+    s->dlnV = npt[1];
+    s->volume_moves = (int)npt[3];
+    s->vsteps = vol[0];
+    s->vcnt[0] = vol[1];
+    s->vcnt[1] = vol[2];
+    return npt[2] != 0 ? shape_set_pressure(s, npt[0]) : 0;
 }
 
 shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
@@ -357,6 +416,10 @@ shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
     s->sweeps = cnt[0];
     s->substeps = cnt[1];
     memcpy(s->cnt, cnt + 3, sizeof s->cnt);
+    if (restore_npt(s, f)) {
+        shape_destroy(s);
+        return NULL;
+    }
     if (shape_verify(s)) {
         shape_destroy(s);
         return NULL;
@@ -380,8 +443,10 @@ static void op_destroy(carlo_sys *c)
     shape_destroy(SYS(c));
 }
 
-const carlo_ops shape_ops = {
-    .name = "shape", .unit = "sweeps", .advance = op_advance, .sync = op_sync,
-    .observables = op_observables, .observe = op_observe, .counts = op_counts,
-    .frame = op_frame, .checkpoint = op_checkpoint, .restore = op_restore, .destroy = op_destroy,
-};
+#define SHAPE_OPS                                                                              \
+    .name = "shape", .unit = "sweeps", .advance = op_advance, .sync = op_sync,                 \
+    .observables = op_observables, .observe = op_observe, .counts = op_counts, .frame = op_frame, \
+    .checkpoint = op_checkpoint, .restore = op_restore, .destroy = op_destroy
+
+const carlo_ops shape_ops = {SHAPE_OPS};
+const carlo_ops shape_ops_npt = {SHAPE_OPS, .controls = npt_controls, .ncontrols = 1};

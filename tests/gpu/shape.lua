@@ -1,8 +1,9 @@
 -- gpu/shape: the CUDA backend of hard shapes against the CPU backend, bit for bit (the same
 -- kernel, src/shape/shape_kernel.h, in double without contraction): positions, orientations and
 -- move counts after NVT sweeps of pentagons, spheropentagons, dodecahedra and ellipsoids; a GPU
--- checkpoint continued on the CPU; invariants after a longer run. Prints the trial-move rate of
--- each device (information, not a check).
+-- checkpoint continued on the CPU; invariants after a longer run; NPT chains of pentagons and
+-- ellipsoids (the box and volume-move counts too). Prints the trial-move rate of each device
+-- (information, not a check).
 local carlo = require "carlo"
 local check = require "check"
 if not check.gpu_or_skip("gpu/shape/bitwise") then return end
@@ -88,4 +89,34 @@ do
   c2:compress{ phi = 0.6, sweeps_between = 2 }
   g2:compress{ phi = 0.6, sweeps_between = 2 }
   same("gpu/shape/bitwise-compress", c2, g2)
+end
+-- NPT: volume moves (host side on both devices, the cells re-gridded with the box) keep the chains
+-- identical; the box, the volume-move counts and a GPU checkpoint continued on the CPU too
+local function same_npt(name, c, g)
+  local oc, og = c:observe{ pressure = false }, g:observe{ pressure = false }
+  local ok = c.volume == g.volume and oc.volume_tried == og.volume_tried and oc.volume_accepted == og.volume_accepted
+    and oc.volume_accepted > 0
+  check.ok(name .. "-box", ok, ("volume %.17g / %.17g, volume moves accepted %d / %d of %d / %d"):format(c.volume,
+    g.volume, oc.volume_accepted, og.volume_accepted, oc.volume_tried, og.volume_tried))
+  return same(name, c, g)
+end
+do
+  local c, g = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 1024, phi = 0.6, init = "hex", seed = 7,
+                                           pressure = 5, dlnV = 0.002, volume_moves = 2 })
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same_npt("gpu/shape/bitwise-npt-pentagons", c, g)
+  local path = check.tmp .. "/shape_gpu_npt.carlo"
+  g:save(path)
+  local back = carlo.load(path, { device = "cpu" })
+  back:run{ sweeps = 20 }
+  g:run{ sweeps = 20 }
+  same_npt("gpu/shape/checkpoint-npt-gpu-to-cpu", back, g)
+end
+do
+  local c, g = pair(carlo.hard_ellipsoids, { a = 1, b = 0.6, c = 0.4, N = 500, phi = 0.3, seed = 8, pressure = 2,
+                                             dlnV = 0.005 })
+  c:run{ sweeps = 50 }
+  g:run{ sweeps = 50 }
+  same_npt("gpu/shape/bitwise-npt-ellipsoids", c, g)
 end
