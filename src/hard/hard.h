@@ -258,6 +258,9 @@ int hard_verify(hard_system *s);
 /* Hexatic order (2D): neighbours within rc; global |<psi6>| and mean |psi6_j|; per-particle
  * values (N x 2, real and imaginary) when psi is not NULL. */
 int hard_psi6(hard_system *s, double rc, double *global, double *local, double *psi);
+/* Steinhardt's global Q4 and Q6 of the centres with neighbours closer than rc (spheres;
+ * core/steinhardt.h): the positions fetched (from the device too) and handed on. */
+int hard_steinhardt(hard_system *s, double rc, double *q4, double *q6);
 
 /* ---------- frames (hard_sys.c) ---------- */
 

@@ -512,11 +512,8 @@ static int l_steinhardt(lua_State *L)
     const double rc = carlo_arg_num(L, 2, where, "rc", 0,
                                     carlo_steinhardt_rc((double)s->N / carlo_box_volume(&s->box)), 0, 0,
                                     half, 1);
-    double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
     double q4, q6;
-    int r = !x || hard_positions(s, x) || carlo_steinhardt(&s->box, s->N, x, rc, &q4, &q6);
-    free(x);
-    if (r)
+    if (hard_steinhardt(s, rc, &q4, &q6))
         return carlo_raise(L, where);
     lua_createtable(L, 0, 3);
     carlo_lua_setnum(L, "Q4", q4);

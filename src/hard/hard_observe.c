@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/steinhardt.h"
 #include "hard/hard.h"
 #include "hard/hard_plain.h"
 
@@ -511,4 +512,12 @@ int hard_psi6(hard_system *s, double rc, double *global, double *local, double *
     hard_plain_free(&p);
     free(x);
     return 0;
+}
+
+int hard_steinhardt(hard_system *s, double rc, double *q4, double *q6)
+{
+    double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
+    int r = !x || hard_positions(s, x) || carlo_steinhardt(&s->box, s->N, x, rc, q4, q6);
+    free(x);
+    return r ? -1 : 0;
 }

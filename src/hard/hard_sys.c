@@ -161,11 +161,7 @@ static int op_observe(carlo_sys *c, const void *opt, double *v)
         v[k++] = (double)hits / (double)o->widom;
     }
     if (l.steinhardt) {
-        double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
-        int r = !x || hard_positions(s, x) ||
-                carlo_steinhardt(&s->box, s->N, x, carlo_steinhardt_rc((double)s->N / V), &v[k], &v[k + 1]);
-        free(x);
-        if (r)
+        if (hard_steinhardt(s, carlo_steinhardt_rc((double)s->N / V), &v[k], &v[k + 1]))
             return -1;
         k += 2;
     }
