@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
  * before the overlap tests, as hard_tether_accept makes it (hard_tether_dE and
  * hard_tether_metropolis on the same inputs), and a refusal counts as a hit; lane l draws the
  * Metropolis uniforms of moves l, l + T, ... and their logarithms ahead, with the displacements,
- * so no draw waits inside a move; the tags of the cell's particles sit in shared memory.
+ * and the offsets of those moves' sites (hard_tether_offset), so neither a draw nor a site's
+ * load waits inside a move; the tags of the cell's particles sit in shared memory.
  * Without TETHER, th is never read. */
 #define HARD_TEAM_THREADS 128
 
@@ -143,23 +144,31 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
     perm = __shfl_sync(FULL_WARP, perm, lead);
     __syncwarp();
     float dmine[3] = {0.0f, 0.0f, 0.0f};
-    double umine = 0.0, lmine = 0.0; /* with TETHER: this lane's Metropolis uniform and -log of it */
+    /* with TETHER: this lane's Metropolis uniform, -log of it, and its move's site offset */
+    double umine = 0.0, lmine = 0.0, cmine[3] = {0.0, 0.0, 0.0};
     int k = 0;
     for (int s = 0; s < mv.moves; s++) {
         if (live && s % T == 0 && s + tl < mv.moves) {
-            hard_displacement(&g, DIM, mv.delta, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
             if (TETHER) {
-                umine = hard_tether_u(seed, step, (uint32_t)c, (uint32_t)(s + tl));
+                hard_displacement_tether(&g, DIM, mv.delta, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine,
+                                         &umine);
                 lmine = -log(umine);
+                /* the particle this move will try (the k of move s + tl is (s + tl) mod n) */
+                const int im = (int)(perm >> (4 * ((s + tl) % n)) & 15u);
+                hard_tether_offset(&th, &g, DIM, xyz, th.site + 3 * (size_t)tag_s[team][im], cmine);
+            } else {
+                hard_displacement(&g, DIM, mv.delta, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
             }
         }
         float dd[3] = {0.0f, 0.0f, 0.0f};
         for (int a = 0; a < DIM; a++)
             dd[a] = __shfl_sync(FULL_WARP, dmine[a], lead + s % T);
-        double u = 0.0, nlu = 0.0;
+        double u = 0.0, nlu = 0.0, cc[3] = {0.0, 0.0, 0.0};
         if (TETHER) {
             u = __shfl_sync(FULL_WARP, umine, lead + s % T);
             nlu = __shfl_sync(FULL_WARP, lmine, lead + s % T);
+            for (int a = 0; a < DIM; a++)
+                cc[a] = __shfl_sync(FULL_WARP, cmine[a], lead + s % T);
         }
         int i = 0;
         if (live) {
@@ -176,8 +185,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             }
         if (TETHER && !hit) { /* the tether first, as hard_cell_update: it needs no neighbour */
             const uint32_t tag = tag_s[team][i]; /* the reference (tag 0) stays */
-            hit = tag == 0u ||
-                  !hard_tether_metropolis(hard_tether_dE(&th, &g, DIM, xyz, tag, own[i], tp), u, nlu);
+            hit = tag == 0u || !hard_tether_metropolis(hard_tether_dE_c(&th, DIM, cc, own[i], tp), u, nlu);
         }
         for (int j = tl; j < n && !hit; j += T)
             hit = j != i && hard_d2_here(DIM, tp, own[j]) < 1.0f;

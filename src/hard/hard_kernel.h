@@ -188,6 +188,18 @@ CARLO_HD void hard_ball_point(float a, float b, float z, float rho, float out[3]
     out[2] = rho * z;
 }
 
+/* A 3D trial displacement of size d from the move's two draws (hard_displacement_raw): words 2
+ * and 3 of r1 stay unused (the tether's Metropolis test takes them, hard_tether_u). */
+CARLO_HD void hard_ball_move(float d, carlo_u32x4 r0, carlo_u32x4 r1, float out[3])
+{
+    const float rho = fmaxf(fmaxf(hard_unit_pos(r0.v[3]), hard_unit_pos(r1.v[0])), hard_unit_pos(r1.v[1]));
+    float p[3];
+    hard_ball_point(hard_unit(r0.v[0]), hard_unit(r0.v[1]), hard_unit(r0.v[2]), rho, p);
+    out[0] = d * p[0];
+    out[1] = d * p[1];
+    out[2] = d * p[2];
+}
+
 /* Trial displacement of move s, before rounding. 2D: the concentric map of the point (words 0,
  * 1) or (2, 3) of Philox(seed, MOVE, substep, cell, s / 2), for even and odd s: two moves per
  * draw. 3D: hard_ball_point of words 0, 1, 2 of Philox(seed, MOVE, substep, cell, 2 s), the
@@ -206,14 +218,8 @@ CARLO_HD void hard_displacement_raw(int dim, float d, uint64_t seed, uint64_t st
         out[1] = d * p[1];
         return;
     }
-    carlo_u32x4 r0 = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, 2 * s);
-    carlo_u32x4 r1 = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, 2 * s + 1);
-    const float rho = fmaxf(fmaxf(hard_unit_pos(r0.v[3]), hard_unit_pos(r1.v[0])), hard_unit_pos(r1.v[1]));
-    float p[3];
-    hard_ball_point(hard_unit(r0.v[0]), hard_unit(r0.v[1]), hard_unit(r0.v[2]), rho, p);
-    out[0] = d * p[0];
-    out[1] = d * p[1];
-    out[2] = d * p[2];
+    hard_ball_move(d, carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, 2 * s),
+                   carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, 2 * s + 1), out);
 }
 
 /* The displacements of 2D moves s and s + 1 (s even) from their one draw, rounded to the
@@ -523,20 +529,82 @@ CARLO_HD double hard_exp_neg(double x)
     return ldexp(p, -k);
 }
 
-/* The tether's energy change beta dE = lambda (|t - r0|^2 - |old - r0|^2) of the particle of
- * tag `tag` going from old to t (local coordinates of cell xyz). */
+/* The offset c of a site r0 from the corner of cell xyz, in box coordinates: a particle at
+ * local u of that cell is u + c from its site before the minimum image. One order of
+ * operations, ((x w + origin) - L / 2) - r0, as hard_tether_r2 takes it. */
+CARLO_HD void hard_tether_offset(const hard_tether *th, const carlo_cell_grid *g, int dim, const int xyz[3],
+                                 const double *r0, double c[3])
+{
+    c[0] = c[1] = c[2] = 0.0;
+    for (int a = 0; a < dim; a++) {
+        double d = (double)xyz[a] * g->width[a];
+        d = d + th->origin[a];
+        d = d - 0.5 * th->L[a];
+        c[a] = d - r0[a];
+    }
+}
+
+/* |u + c|^2 by the minimum image, c from hard_tether_offset: the squared distance from the
+ * site that the chain's decisions use (within rounding of hard_tether_r2's: the cell's part
+ * is summed first, so a move's two distances share it and cost two additions an axis). */
+CARLO_HD double hard_tether_r2c(const hard_tether *th, int dim, const double c[3], const float u[3])
+{
+    double r2 = 0.0;
+    for (int a = 0; a < dim; a++) {
+        const double L = th->L[a];
+        double d = (double)u[a] + c[a];
+        if (!(fabs(d) < 0.25 * L)) /* as hard_tether_r2: d itself within a quarter box */
+            d = d - L * rint(d / L);
+        r2 = r2 + d * d;
+    }
+    return r2;
+}
+
+/* The tether's energy change beta dE = lambda (|t - r0|^2 - |old - r0|^2) of a particle going
+ * from old to t (local coordinates of its cell), given its site's offset c. */
+CARLO_HD double hard_tether_dE_c(const hard_tether *th, int dim, const double c[3], const float old[3],
+                                 const float t[3])
+{
+    return th->lambda * (hard_tether_r2c(th, dim, c, t) - hard_tether_r2c(th, dim, c, old));
+}
+
+/* The same for the particle of tag `tag` of cell xyz. */
 CARLO_HD double hard_tether_dE(const hard_tether *th, const carlo_cell_grid *g, int dim, const int xyz[3],
                                uint32_t tag, const float old[3], const float t[3])
 {
-    const double *r0 = th->site + 3 * (size_t)tag;
-    return th->lambda * (hard_tether_r2(th, g, dim, xyz, t, r0) - hard_tether_r2(th, g, dim, xyz, old, r0));
+    double c[3];
+    hard_tether_offset(th, g, dim, xyz, th->site + 3 * (size_t)tag, c);
+    return hard_tether_dE_c(th, dim, c, old, t);
 }
 
-/* The uniform number of move s's Metropolis test: Philox(seed, TETHER, substep, cell, s). */
-CARLO_HD double hard_tether_u(uint64_t seed, uint64_t step, uint32_t cell, uint32_t s)
+/* The uniform number of move s's Metropolis test. 3D: words 2 and 3 of the move's second
+ * draw, Philox(seed, MOVE, substep, cell, 2 s + 1), which the displacement leaves unused
+ * (hard_displacement_raw); 2D, where the displacements use every word: Philox(seed, TETHER,
+ * substep, cell, s). */
+CARLO_HD double hard_tether_u(int dim, uint64_t seed, uint64_t step, uint32_t cell, uint32_t s)
 {
+    if (dim == 3) {
+        const carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, 2 * s + 1);
+        return carlo_u01(r.v[2], r.v[3]);
+    }
     const carlo_u32x4 r = carlo_rng(seed, HARD_PURPOSE_TETHER, step, cell, s);
     return carlo_u01(r.v[0], r.v[1]);
+}
+
+/* hard_displacement and hard_tether_u of move s together: in 3D from the same two draws. */
+CARLO_HD void hard_displacement_tether(const carlo_cell_grid *g, int dim, float d, uint64_t seed, uint64_t step,
+                                       uint32_t cell, uint32_t s, float out[3], double *u)
+{
+    if (dim != 3) {
+        hard_displacement(g, dim, d, seed, step, cell, s, out);
+        *u = hard_tether_u(dim, seed, step, cell, s);
+        return;
+    }
+    const carlo_u32x4 r1 = carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, 2 * s + 1);
+    hard_ball_move(d, carlo_rng(seed, HARD_PURPOSE_MOVE, step, cell, 2 * s), r1, out);
+    for (int a = 0; a < 3; a++)
+        out[a] = carlo_cell_quantize(g, out[a]);
+    *u = carlo_u01(r1.v[2], r1.v[3]);
 }
 
 /* The Metropolis rule of the tether: accepted when !(dE > 0) or u < hard_exp_neg(dE), given
@@ -571,7 +639,7 @@ CARLO_HD int hard_tether_accept(const hard_tether *th, const carlo_cell_grid *g,
     const double dE = hard_tether_dE(th, g, dim, xyz, tag, old, t);
     if (!(dE > 0.0))
         return 1;
-    const double u = hard_tether_u(seed, step, cell, s);
+    const double u = hard_tether_u(dim, seed, step, cell, s);
     return hard_tether_metropolis(dE, u, -log(u));
 }
 

@@ -75,7 +75,7 @@ static void min_image(void)
     /* the same double as the minimum image written out in full (d - L rint(d / L) on every axis),
      * wherever the particle is: near its site, a quarter box away, across the boundary */
     uint64_t state = 99;
-    long differ = 0;
+    long differ = 0, far_c = 0;
     for (int k = 0; k < 400000; k++) {
         float v[3] = {0.0f, 0.0f, 0.0f};
         double site2[3] = {0, 0, 0}, full = 0.0;
@@ -95,7 +95,14 @@ static void min_image(void)
             full = full + d * d;
         }
         differ += hard_tether_r2(&th, &g, 2, c, v, site2) != full;
+        /* the chain's form (the cell's part summed first) agrees to rounding */
+        double off[3];
+        hard_tether_offset(&th, &g, 2, c, site2, off);
+        const double r2c = hard_tether_r2c(&th, 2, off, v);
+        far_c += fabs(r2c - full) > 1e-12 * (1.0 + full);
     }
+    CHECK("unit/hard/tether-offset-form", far_c == 0,
+          "%ld of 400000 distances by the offset form differ from the full formula by more than rounding", far_c);
     CHECK("unit/hard/tether-min-image-full", differ == 0,
           "%ld of 400000 distances differ from the full formula", differ);
 }
