@@ -23,12 +23,14 @@ struct carlo_ops;
 
 /* How many CPU threads a system's chunks of work get when the count is left to carlo
  * (carlo_threads_fixed() == 0): one or all, whichever measured faster per unit of work, the
- * other measured again now and then, since a shared machine's load changes. Never changes
+ * other measured again now and then (soon at first, then every couple of seconds), since a
+ * shared machine's load changes. Never changes
  * a result (the chains do not depend on the thread count). */
 typedef struct carlo_thread_pick {
     int probing;       /* the chunk under way measures the other choice */
     double cost[2];    /* seconds per unit with one thread, with all; 0: not measured yet */
     double probe_at;   /* carlo_now() of the next measurement of the other choice */
+    double backoff;    /* the least wait before it (seconds): doubles up to a limit */
 } carlo_thread_pick;
 
 /* The GPU launch shape of a system, chosen by measurement at first use (HOOMD's autotuner
@@ -230,9 +232,11 @@ int carlo_advance(carlo_sys *s, uint64_t n);
 int carlo_advance_all(carlo_sys **s, int R, uint64_t n, int *failed);
 
 /* The thread count for the next chunk of s's work (sets OpenMP's; returns the count to
- * restore), and what that chunk cost: how carlo_run picks one or all threads. */
+ * restore), and what that chunk cost: how carlo_run picks one or all threads. sweeps: the
+ * units are sweeps (else events of a continuous model, whose cost per unit says nothing of
+ * the cost of a parallel region). */
 int carlo_threads_begin(carlo_sys *s);
-void carlo_threads_end(carlo_sys *s, int restore, double units, double seconds);
+void carlo_threads_end(carlo_sys *s, int restore, double units, double seconds, int sweeps);
 /* "1 of 2" or "2 of 2": the choice s runs with now, into buf. */
 const char *carlo_threads_describe(const carlo_sys *s, char *buf, size_t size);
 
