@@ -12,6 +12,10 @@
 --    (Gibbs-Duhem), P_ref the pressure of the fit at rho_ref.
 --  * the crossing of mu_fluid(P) and mu_solid(P): the coexistence pressure, its error from
 --    sigma(mu_f - mu_s) / |1/rho_f - 1/rho_s|, and the two densities.
+-- Every pressure of both branches is one NPT system (seed carlo.replica_seed(seed, k) for the
+-- fluid's k-th, of seed + 1 for the crystal's), all tuned, equilibrated and sampled side by side
+-- (carlo.advance: on the GPU each from its own host thread and stream); the Frenkel-Ladd nodes
+-- likewise (hs_frenkel_ladd.lua, seed + 2).
 -- Writes <out>.tsv (mu of both branches on a grid of pressures), <out>_points.tsv (the
 -- measured densities), <out>.gp and, when gnuplot is installed, <out>.png.
 --   carlo workflows/hs_coexistence.lua                 GPU, minutes
@@ -157,32 +161,78 @@ local function guess(P, phase)
   return 0.5 * (lo + hi)
 end
 
-local function branch(sys, pressures, phase, widom_at_first)
-  local rows = {}
-  sys.volume_moves = 5
-  for i, P in ipairs(pressures) do
-    sys.pressure = nil
-    local rho0 = guess(P, phase)
-    if rho0 * v0 > sys.phi then sys:compress{ phi = rho0 * v0, quiet = true } end
-    sys.pressure = P
-    sys:tune{ target = 0.3, volume_target = 0.3, rounds = 10, sweeps = math.max(1, equil // 20), quiet = true }
-    sys:run{ sweeps = equil }
-    local s = sys:sample{ sweeps = sweeps, every = every, pressure = false,
-                          widom = (widom_at_first and i == 1) and math.tointeger(opt.widom) or nil }
-    rows[#rows + 1] = { P = P, rho = s.rho.mean, err = s.rho.err, mu_ex = s.mu_ex }
-    points:row{ phase = phase, P = P, rho = s.rho, acceptance = s.acceptance, volume_acceptance = s.volume_acceptance }
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local fl = assert(loadfile(here .. "/hs_frenkel_ladd.lua"))("--module")
+
+-- One NPT system per pressure (seed carlo.replica_seed(seed, k)), started at the density guessed
+-- for its pressure: the fluid's taken from one system compressed through the ascending guesses
+-- (sys:assign, own seeds kept), the crystal's from the fcc lattice at rho_ref (compressed where
+-- the guess is denser). Tuned, equilibrated and sampled together (carlo.advance).
+local function branch_systems(pressures, phase, seed)
+  local systems = {}
+  if phase == "fluid" then
+    local args = { N = math.tointeger(opt.N_fluid), phi = 0.5 * guess(pressures[1], "fluid") * v0, device = opt.device,
+                   quiet = true }
+    local function make(sd) args.seed = sd; return carlo.hard_spheres(args) end
+    local prep = make(seed)
+    for k, P in ipairs(pressures) do
+      local phi = guess(P, phase) * v0
+      if phi > prep.phi then prep:compress{ phi = phi, quiet = true } end
+      systems[k] = make(carlo.replica_seed(seed, k))
+      systems[k]:assign(prep)
+    end
+    prep:close()
+  else
+    for k, P in ipairs(pressures) do
+      local sys = carlo.hard_spheres{ N = math.tointeger(opt.N_solid), phi = opt.rho_ref * v0, init = "fcc",
+                                      seed = carlo.replica_seed(seed, k), device = opt.device, quiet = true }
+      local phi = guess(P, phase) * v0
+      if phi > sys.phi then sys:compress{ phi = phi, quiet = true } end
+      systems[k] = sys
+    end
   end
-  return rows
+  for k, sys in ipairs(systems) do
+    sys.volume_moves = 5
+    sys.pressure = pressures[k]
+  end
+  return systems
 end
 
-local fluid_sys = carlo.hard_spheres{ N = math.tointeger(opt.N_fluid), phi = 0.5 * guess(P_fluid[1], "fluid") * v0, seed = opt.seed,
-                                      device = opt.device, quiet = true }
-local fluid = branch(fluid_sys, P_fluid, "fluid", true)
-fluid_sys:close()
-local solid_sys = carlo.hard_spheres{ N = math.tointeger(opt.N_solid), phi = opt.rho_ref * v0, init = "fcc",
-                                      seed = opt.seed + 1, device = opt.device, quiet = true }
-local solid = branch(solid_sys, P_solid, "fcc", false)
-solid_sys:close()
+-- Both branches at once: every pressure of both one system, all advanced together.
+local function branches()
+  local fsys = branch_systems(P_fluid, "fluid", opt.seed)
+  local ssys = branch_systems(P_solid, "fcc", opt.seed + 1)
+  local systems, jobs = {}, {}
+  for k, sys in ipairs(fsys) do
+    systems[#systems + 1] = sys
+    jobs[#jobs + 1] = { sys = sys, sweeps = sweeps, keys = { "rho" }, phase = "fluid", P = P_fluid[k] }
+  end
+  for k, sys in ipairs(ssys) do
+    systems[#systems + 1] = sys
+    jobs[#jobs + 1] = { sys = sys, sweeps = sweeps, keys = { "rho" }, phase = "fcc", P = P_solid[k] }
+  end
+  -- Widom insertion at the lowest fluid pressure: a check, never used
+  local widom = math.tointeger(opt.widom)
+  if widom and widom > 0 then jobs[1].keys[2], jobs[1].obs = "p_insert", { pressure = false, widom = widom } end
+  fl.tune_together(systems, { target = 0.3, volume_target = 0.3, rounds = 10, sweeps = math.max(1, equil // 20) })
+  carlo.advance(systems, equil)
+  local got = fl.sample_together(jobs, every, { pressure = false })
+  local fluid, solid = {}, {}
+  for j, job in ipairs(jobs) do
+    local s = got[j]
+    local row = { P = job.P, rho = s.rho.mean, err = s.rho.err }
+    if s.p_insert then -- beta mu_ex = -ln <p_insert>, its error to first order
+      row.mu_ex = { mean = -math.log(s.p_insert.mean), err = s.p_insert.err / s.p_insert.mean }
+    end
+    local list = job.phase == "fluid" and fluid or solid
+    list[#list + 1] = row
+    points:row{ phase = job.phase, P = job.P, rho = s.rho, acceptance = s.acceptance,
+                volume_acceptance = s.volume_acceptance }
+    job.sys:close()
+  end
+  return fluid, solid
+end
+local fluid, solid = branches()
 
 -- ---------- fluid: Z (1 - eta)^3 = 1 + eta + eta^2 + sum_k c_k eta^k (k = 3 .. K), eta = rho v0: the
 -- first two terms are the exact second and third virial coefficients (Z = 1 + 4 eta + 10 eta^2
@@ -267,8 +317,6 @@ local function int_dP_over_rho(c, P1, P2) -- Simpson
   return s * h / 3
 end
 
-local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
-local fl = assert(loadfile(here .. "/hs_frenkel_ladd.lua"))("--module")
 local N_s = math.tointeger(opt.N_solid)
 local t
 if opt.solid_fex > 0 then -- given (the N -> infinity value of hs_frenkel_ladd.lua, say)

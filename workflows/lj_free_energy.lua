@@ -3,7 +3,12 @@
 -- state, and the excess chemical potential against Widom insertion at the same state.
 --   carlo workflows/lj_free_energy.lua [quick=false] [targets=2.0:0.5,1.2:0.7] [T_high=2.0]
 --          [N=500] [rc=3.0] [nodes_rho=8] [nodes_T=6] [equilibrate=2000] [measure=20000]
---          [every=5] [widom=100] [device=auto] [seed=1] [out=lj_free_energy.tsv]
+--          [every=5] [widom=100] [device=auto] [seed=1] [together=true] [out=lj_free_energy.tsv]
+-- Every state point of every path is one system (seeds 1000 seed + 1, + 2, ... along the paths);
+-- together=true (the default) tunes (lj:tune's rule, one sweep a chunk), equilibrates and samples
+-- them side by side (carlo.advance: on the GPU each from its own host thread and stream),
+-- together=false one after another: the same chains and numbers (bit for bit for N >= 200; the
+-- Widom error to first order here, by jackknife there). The seconds column is the whole run's.
 -- Path to each target (T, rho), with the tail corrections on (carlo's truncated potential plus
 -- the g(r) = 1 corrections stands for the full potential that JZG fit):
 --   1. along density at T_high: beta A_ex(rho) / N = int_0^rho (P / (rho' T) - 1) / rho' drho'
@@ -13,13 +18,14 @@
 --      temperature (1.31) so that the first leg never crosses the liquid-vapour coexistence.
 -- Then beta mu_ex = beta A_ex / N + P / (rho T) - 1 with P sampled at the target, against
 -- Widom's -ln <exp(-beta dU)>. quick=true: N = 108, rc = 2.5, 5 + 4 nodes, short runs (the CPU
--- test); the defaults are for a GPU. dofile'd with a global lj_free_energy_opts table instead of
--- arguments, it returns its rows.
+-- test; options given with it are kept); the defaults are for a GPU. dofile'd with a global
+-- lj_free_energy_opts table instead of arguments, it returns its rows.
 local carlo = require "carlo"
 
 local defaults = { quick = false, targets = "2.0:0.5,1.2:0.7", T_high = 2.0, N = 500, rc = 3.0,
                    nodes_rho = 8, nodes_T = 6, equilibrate = 2000, measure = 20000, every = 5,
-                   widom = 100, device = "auto", seed = 1, out = "lj_free_energy.tsv", quiet = false }
+                   widom = 100, device = "auto", seed = 1, out = "lj_free_energy.tsv", quiet = false,
+                   together = true }
 local opt = carlo.options(arg, defaults)
 for k, v in pairs(rawget(_G, "lj_free_energy_opts") or {}) do
   if defaults[k] == nil then error(("lj_free_energy: unknown option '%s'"):format(k), 0) end
@@ -28,8 +34,11 @@ end
 if opt.quick then
   local q = { N = 108, rc = 2.5, nodes_rho = 5, nodes_T = 4, equilibrate = 300, measure = 1500,
               widom = 20 }
+  local given = {} -- what the caller set stays as set
+  for k in pairs(rawget(_G, "lj_free_energy_opts") or {}) do given[k] = true end
+  for _, a in ipairs(arg or {}) do given[a:match("^([%w_]+)=") or ""] = true end
   for k, v in pairs(q) do
-    if (rawget(_G, "lj_free_energy_opts") or {})[k] == nil then opt[k] = v end
+    if not given[k] then opt[k] = v end
   end
 end
 
@@ -106,6 +115,8 @@ end
 
 -- ---------- the simulations ----------
 
+-- One state point one system (its own seed), tuned, equilibrated and sampled: on its own
+-- (together = false) or every state point of every target side by side (carlo.advance).
 local function sample_at(T, rho, seed, want_widom)
   local sys = carlo.lj{ N = opt.N, rho = rho, T = T, rc = opt.rc, tail = true, seed = seed,
                         device = opt.device, quiet = true }
@@ -117,45 +128,123 @@ local function sample_at(T, rho, seed, want_widom)
   return s
 end
 
+-- lj:tune's rule (src/lj/lj_sys.c) on every system between sweeps advanced together: delta
+-- times acc / target clamped to [0.5, 1.5], within [1e-6, delta_max]. A chunk is one sweep
+-- (lj:tune's chunk in decomposition mode is max(200, N) moves: the same for N >= 200).
+local function tune_together(systems, chunks, target)
+  for _ = 1, chunks do
+    local t0, a0 = {}, {}
+    for i, sys in ipairs(systems) do t0[i], a0[i] = sys.tried, sys.accepted end
+    carlo.advance(systems, 1)
+    for i, sys in ipairs(systems) do
+      local f = (sys.accepted - a0[i]) / (sys.tried - t0[i]) / target
+      f = f < 0.5 and 0.5 or (f > 1.5 and 1.5 or f)
+      local d, top = sys.delta * f, sys.delta_max
+      sys.delta = d > top and top or (d < 1e-6 and 1e-6 or d)
+    end
+  end
+end
+
+-- points[k] = { T =, rho =, seed =, widom = } -> the samples of each, as sys:sample gives them
+-- (U, P; boltzmann and mu_ex = -T ln <boltzmann> where widom, its error to first order).
+local function sample_all(points)
+  if not opt.together then
+    local out = {}
+    for k, pt in ipairs(points) do out[k] = sample_at(pt.T, pt.rho, pt.seed, pt.widom) end
+    return out
+  end
+  local systems = {}
+  for k, pt in ipairs(points) do
+    systems[k] = carlo.lj{ N = opt.N, rho = pt.rho, T = pt.T, rc = opt.rc, tail = true, seed = pt.seed,
+                           device = opt.device, quiet = true }
+  end
+  tune_together(systems, math.max(10, opt.equilibrate // 10), 0.5)
+  carlo.advance(systems, opt.equilibrate)
+  local every = opt.every
+  local n = (opt.measure - opt.measure % every) // every
+  local series = {}
+  for k in ipairs(points) do series[k] = { U = {}, P = {}, boltzmann = points[k].widom and {} or nil } end
+  local plain, widom = {}, { widom = opt.widom }
+  for j = 1, n do
+    carlo.advance(systems, every)
+    for k, sys in ipairs(systems) do
+      local o, s = sys:observe(points[k].widom and widom or plain), series[k]
+      s.U[j], s.P[j] = o.U, o.P
+      if s.boltzmann then s.boltzmann[j] = o.boltzmann end
+    end
+  end
+  local out = {}
+  for k, sys in ipairs(systems) do
+    local r = {}
+    for name, list in pairs(series[k]) do
+      local e = carlo.stats(list)
+      r[name] = { mean = e.mean, err = e.err, tau = e.tau * every, plateau = e.plateau }
+    end
+    if r.boltzmann then
+      local b = r.boltzmann
+      r.mu_ex = { mean = -points[k].T * math.log(b.mean), err = points[k].T * b.err / b.mean, plateau = b.plateau }
+    end
+    out[k] = r
+    sys:close()
+  end
+  return out
+end
+
 local targets = {}
 for T, rho in tostring(opt.targets):gmatch("([%d%.eE+-]+):([%d%.eE+-]+)") do
   targets[#targets + 1] = { T = tonumber(T), rho = tonumber(rho) }
 end
 if #targets == 0 then error("lj_free_energy: targets must read T:rho[,T:rho...]", 0) end
 
+-- the paths' state points, seeds counted along them (1000 seed + 1, + 2, ...)
+local points, seed = {}, opt.seed * 1000
+local function point(T, rho, widom)
+  seed = seed + 1
+  points[#points + 1] = { T = T, rho = rho, seed = seed, widom = widom }
+  return #points
+end
+local Th = opt.T_high
+for _, tg in ipairs(targets) do
+  -- 1. along density at T_high; 2. along beta at rho (when T differs); 3. the target itself
+  tg.gl = carlo.gauss_legendre{ from = 0, to = tg.rho, n = opt.nodes_rho }
+  tg.at_rho = {}
+  for i, rho in ipairs(tg.gl) do tg.at_rho[i] = point(Th, rho, false) end
+  if math.abs(tg.T - Th) > 1e-12 then
+    tg.glb = carlo.gauss_legendre{ from = 1 / Th, to = 1 / tg.T, n = opt.nodes_T }
+    tg.at_beta = {}
+    for i, beta in ipairs(tg.glb) do tg.at_beta[i] = point(1 / beta, tg.rho, false) end
+  end
+  tg.at = point(tg.T, tg.rho, true)
+end
+local t0 = carlo.clock()
+local got = sample_all(points)
+local seconds = carlo.clock() - t0
+
 local log = carlo.log(opt.out, { columns = { "T", "rho", "betaA_ex", "betaA_ex_err", "betaA_jzg",
   "A_dev", "betamu_ti", "betamu_ti_err", "betamu_widom", "betamu_widom_err", "betamu_jzg", "mu_dev",
   "Z", "Z_err", "Z_jzg", "widom_plateau", "seconds" } })
 local rows = {}
-local seed = opt.seed * 1000
 for _, tg in ipairs(targets) do
-  local t0 = carlo.clock()
-  -- 1. density leg at T_high
-  local Th = opt.T_high
-  local gl = carlo.gauss_legendre{ from = 0, to = tg.rho, n = opt.nodes_rho }
+  -- 1. beta A_ex / N = int_0^rho (P / (rho' T) - 1) / rho' drho' at T_high
   local y, dy = {}, {}
-  for i, rho in ipairs(gl) do
-    seed = seed + 1
-    local s = sample_at(Th, rho, seed, false)
+  for i, rho in ipairs(tg.gl) do
+    local s = got[tg.at_rho[i]]
     y[i] = (s.P.mean / (rho * Th) - 1) / rho
     dy[i] = s.P.err / (rho * rho * Th)
   end
-  local bA, dbA = carlo.integrate{ x = gl, y = y, dy = dy, rule = "gauss" }
-  -- 2. temperature leg at rho: beta from 1 / T_high to 1 / T
-  if math.abs(tg.T - Th) > 1e-12 then
-    local glb = carlo.gauss_legendre{ from = 1 / Th, to = 1 / tg.T, n = opt.nodes_T }
+  local bA, dbA = carlo.integrate{ x = tg.gl, y = y, dy = dy, rule = "gauss" }
+  -- 2. d(beta A_ex / N) / d beta = U from 1 / T_high to 1 / T
+  if tg.glb then
     local u, du = {}, {}
-    for i, beta in ipairs(glb) do
-      seed = seed + 1
-      local s = sample_at(1 / beta, tg.rho, seed, false)
+    for i in ipairs(tg.glb) do
+      local s = got[tg.at_beta[i]]
       u[i], du[i] = s.U.mean, s.U.err
     end
-    local I, dI = carlo.integrate{ x = glb, y = u, dy = du, rule = "gauss" }
+    local I, dI = carlo.integrate{ x = tg.glb, y = u, dy = du, rule = "gauss" }
     bA, dbA = bA + I, math.sqrt(dbA ^ 2 + dI ^ 2)
   end
-  -- 3. the target itself: the pressure for mu, and Widom insertion
-  seed = seed + 1
-  local s = sample_at(tg.T, tg.rho, seed, true)
+  -- 3. the target: the pressure for mu, and Widom insertion
+  local s = got[tg.at]
   local Z, dZ = s.P.mean / (tg.rho * tg.T), s.P.err / (tg.rho * tg.T)
   local bmu, dbmu = bA + Z - 1, math.sqrt(dbA ^ 2 + dZ ^ 2)
   local wmu, dwmu = s.mu_ex.mean / tg.T, s.mu_ex.err / tg.T
@@ -164,7 +253,7 @@ for _, tg in ipairs(targets) do
                 A_dev = (bA - ref_A) / dbA, betamu_ti = bmu, betamu_ti_err = dbmu,
                 betamu_widom = wmu, betamu_widom_err = dwmu, betamu_jzg = ref_mu,
                 mu_dev = (bmu - wmu) / math.sqrt(dbmu ^ 2 + dwmu ^ 2), Z = Z, Z_err = dZ,
-                Z_jzg = jzg.P(tg.T, tg.rho) / (tg.rho * tg.T), seconds = carlo.clock() - t0,
+                Z_jzg = jzg.P(tg.T, tg.rho) / (tg.rho * tg.T), seconds = seconds,
                 widom_plateau = s.mu_ex.plateau and 1 or 0 }
   log:row(row)
   rows[#rows + 1] = row
@@ -173,6 +262,10 @@ for _, tg in ipairs(targets) do
       .. "Widom %.4f +- %.4f (JZG %.4f), Z = %.4f +- %.4f (JZG %.4f)")
       :format(tg.T, tg.rho, bA, dbA, ref_A, bmu, dbmu, wmu, dwmu, ref_mu, Z, dZ, row.Z_jzg))
   end
+end
+if not opt.quiet then
+  print(("# %d state points%s, %s: %.0f s"):format(#points, opt.together and " together" or " one after another",
+    opt.device, seconds))
 end
 log:close()
 rows.jzg = jzg
