@@ -67,4 +67,11 @@ static const char *gpu_runtime(void)
     return buf;
 }
 
-extern "C" const carlo_gpu_driver carlo_cuda_driver = {gpu_count, gpu_info, gpu_runtime};
+static int gpu_select(int index)
+{
+    CK(cudaSetDevice(index));
+    return 0;
+}
+
+extern "C" const carlo_gpu_driver carlo_cuda_driver = {gpu_count, gpu_info, gpu_runtime,
+                                                       gpu_select};

@@ -1,12 +1,16 @@
 /* potts.cu — the CUDA backend of the Potts model: the packed checkerboard of
  * src/potts/potts_kernel.h, W sites of one colour per thread (one 16-byte vector when L/2
- * allows), one Philox draw per pair of sites, observables from exact integer counts. */
+ * allows), one Philox draw per pair of sites, observables from exact integer counts. A split
+ * system (carlo-mpi(7)) keeps its rank's row slab with a halo row above and below; after each
+ * colour its boundary rows are updated first on their own stream and sent to the neighbour
+ * ranks while the interior rows are updated. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern "C" {
 #include "core/error.h"
+#include "mpi/mpi.h"
 #include "potts/potts.h"
 }
 #include "check.h"
@@ -14,7 +18,7 @@ extern "C" {
 namespace {
 
 struct gpu_impl {
-    uint8_t *lattice;             /* R x 2 colours x L x L/2, as on the CPU */
+    uint8_t *lattice;             /* R x 2 colours x stored rows x L/2, as on the CPU */
     potts_rates *rates;           /* R */
     unsigned long long *counts;   /* R x (1 + q): equal bonds, then the population of each state */
     uint64_t rates_uploaded;      /* s->rates_version last copied */
@@ -26,7 +30,36 @@ struct gpu_impl {
     cudaEvent_t unpacked, copied;
     int async_state;              /* 0 not tried, 1 ready, -1 unavailable (memory) */
     int in_flight;                /* a copy has been started and not fetched */
+    /* a split system's halo exchange (made in gpu_create when split) */
+    cudaStream_t edge;            /* high priority: boundary rows, halo packing and copies */
+    cudaEvent_t before, halo_in;  /* the work queued before a colour; its halos written */
+    uint8_t *send, *recv;         /* 2 R L/2 bytes each: first rows (to the rank above) then
+                                     last rows (to the rank below); page-locked host memory
+                                     (staged) or device memory (direct, a CUDA-aware MPI) */
+    int edge_made, events_made;
 };
+
+/* Where a launch's rows are: own row t (0 .. rows - 1) of a slab whose first row is global row
+ * row0, stored at t + split in planes of `stored` rows (halos at 0 and rows + 1 when split,
+ * none and periodic wrap-around when not). A launch takes rows t0, t0 + step, ...
+ * (n of them). */
+struct rows_of {
+    int L, half, stored, row0, rows, split;
+    int t0, n, step;
+};
+
+__device__ __forceinline__ void slab_rows(const rows_of &g, int t, int *up, int *at, int *down)
+{
+    if (g.split) {
+        *up = t;
+        *at = t + 1;
+        *down = t + 2;
+    } else {
+        *up = t == 0 ? g.L - 1 : t - 1;
+        *at = t;
+        *down = t == g.L - 1 ? 0 : t + 1;
+    }
+}
 
 template <int W> struct vec;
 template <> struct vec<16> { typedef uint4 type; };
@@ -58,25 +91,28 @@ template <> __device__ __forceinline__ bytes<1> load<1>(const uint8_t *p)
  * of the other colour is only read, so the sweep needs no synchronisation. */
 template <int W, int HEATBATH>
 __global__ void __launch_bounds__(256) sweep_kernel(uint8_t *__restrict__ lattice,
-                                                    const potts_rates *__restrict__ rates, int L,
-                                                    int half, int R, int c, uint32_t q,
+                                                    const potts_rates *__restrict__ rates,
+                                                    const rows_of sl, int R, int c, uint32_t q,
                                                     uint64_t seed, uint64_t halfstep)
 {
+    const int half = sl.half;
     const int per_row = half / W;
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= (int64_t)R * L * per_row)
+    const int64_t th = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (th >= (int64_t)R * sl.n * per_row)
         return;
-    const int kv = (int)(t % per_row);
-    const int64_t ri = t / per_row;
-    const int i = (int)(ri % L), r = (int)(ri / L);
-    const size_t plane = (size_t)L * (size_t)half;
-    uint8_t *me = lattice + ((size_t)r * 2 + (size_t)c) * plane + (size_t)i * half;
+    const int kv = (int)(th % per_row);
+    const int64_t ri = th / per_row;
+    const int t = sl.t0 + (int)(ri % sl.n) * sl.step, r = (int)(ri / sl.n);
+    const int i = sl.row0 + t; /* the global row: random numbers go by global sites */
+    int up, at, down;
+    slab_rows(sl, t, &up, &at, &down);
+    const size_t plane = (size_t)sl.stored * (size_t)half;
+    uint8_t *me = lattice + ((size_t)r * 2 + (size_t)c) * plane + (size_t)at * half;
     const uint8_t *other = lattice + ((size_t)r * 2 + (size_t)(1 - c)) * plane;
     const int k0 = kv * W;
-    const int up = i == 0 ? L - 1 : i - 1, down = i == L - 1 ? 0 : i + 1;
     const bool odd = (i + c) & 1; /* this row's sites of colour c sit at odd columns */
 
-    const uint8_t *orow = other + (size_t)i * half;
+    const uint8_t *orow = other + (size_t)at * half;
     const uint8_t extra = __ldg(orow + (odd ? (k0 + W == half ? 0 : k0 + W)
                                             : (k0 == 0 ? half - 1 : k0 - 1)));
     const potts_rates *rt = rates + r;
@@ -144,28 +180,33 @@ __global__ void __launch_bounds__(256) sweep_kernel(uint8_t *__restrict__ lattic
 }
 
 /* Equal bonds (each colour-0 site against its four neighbours counts every bond once) and
- * the population of each state, per replica (blockIdx.y). */
-__global__ void __launch_bounds__(256) observe_kernel(const uint8_t *__restrict__ lattice, int L,
-                                                      int half, int q,
+ * the population of each state, per replica (blockIdx.y), over the own rows (a slab's, when
+ * split: the ranks' counts are summed on the host). */
+__global__ void __launch_bounds__(256) observe_kernel(const uint8_t *__restrict__ lattice,
+                                                      const rows_of sl, int q,
                                                       unsigned long long *__restrict__ counts)
 {
     __shared__ unsigned int hist[POTTS_Q_MAX + 1];
     for (int v = threadIdx.x; v < q; v += blockDim.x)
         hist[v] = 0;
     __syncthreads();
-    const int r = blockIdx.y;
-    const size_t plane = (size_t)L * (size_t)half;
+    const int r = blockIdx.y, half = sl.half;
+    const size_t plane = (size_t)sl.stored * (size_t)half, own = (size_t)sl.rows * (size_t)half;
     const uint8_t *c0 = lattice + (size_t)r * 2 * plane, *c1 = c0 + plane;
     unsigned long long equal = 0;
-    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < plane;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < own;
          e += (size_t)gridDim.x * blockDim.x) {
-        const int i = (int)(e / half), k = (int)(e % half);
+        const int t = (int)(e / half), k = (int)(e % half);
+        int up, at, down;
+        slab_rows(sl, t, &up, &at, &down);
         uint8_t nb[4];
-        potts_neighbours(c1, L, half, i, k, 0, nb);
-        const uint8_t a = c0[e];
+        potts_neighbours_rows(c1 + (size_t)up * half, c1 + (size_t)at * half,
+                              c1 + (size_t)down * half, half, k, (sl.row0 + t) & 1, nb);
+        const size_t x = (size_t)at * half + k;
+        const uint8_t a = c0[x];
         equal += (nb[0] == a) + (nb[1] == a) + (nb[2] == a) + (nb[3] == a);
         atomicAdd(&hist[a], 1u);
-        atomicAdd(&hist[c1[e]], 1u);
+        atomicAdd(&hist[c1[x]], 1u);
     }
     for (int off = 16; off > 0; off >>= 1)
         equal += __shfl_down_sync(0xffffffffu, equal, off);
@@ -198,7 +239,54 @@ __global__ void __launch_bounds__(256) unpack_kernel(const uint8_t *__restrict__
 
 gpu_impl *impl(potts_system *s) { return static_cast<gpu_impl *>(s->impl); }
 
-size_t plane_bytes(const potts_system *s) { return (size_t)s->L * (size_t)(s->L / 2); }
+/* One colour plane of the rows stored (all L, or a split slab's rows and halos). */
+size_t plane_bytes(const potts_system *s)
+{
+    return (size_t)potts_rows_stored(s) * (size_t)(s->L / 2);
+}
+
+rows_of rows_all(const potts_system *s)
+{
+    rows_of g;
+    g.L = s->L;
+    g.half = s->L / 2;
+    g.stored = potts_rows_stored(s);
+    g.row0 = s->row0;
+    g.rows = s->rows;
+    g.split = s->split;
+    g.t0 = 0;
+    g.n = s->rows;
+    g.step = 1;
+    return g;
+}
+
+/* The halo buffers and the boundary stream of a split system. */
+int halo_setup(potts_system *s)
+{
+    gpu_impl *g = impl(s);
+    const size_t bytes = carlo_mulsize(2 * (size_t)(s->L / 2), (size_t)s->R);
+    if (s->halo == POTTS_HALO_DIRECT) {
+        CK_MALLOC(&g->send, bytes, "the halo send buffer");
+        CK_MALLOC(&g->recv, bytes, "the halo receive buffer");
+    } else {
+        cudaError_t e = cudaMallocHost(&g->send, bytes);
+        if (e == cudaSuccess)
+            e = cudaMallocHost(&g->recv, bytes);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError(); /* out of memory is not sticky */
+            return carlo_seterr("out of page-locked host memory: 2 x %zu bytes asked for the halo "
+                                "buffers (%s)", bytes, cudaGetErrorString(e));
+        }
+    }
+    int least = 0, greatest = 0; /* greatest priority is the lowest number */
+    CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CK(cudaStreamCreateWithPriority(&g->edge, cudaStreamNonBlocking, greatest));
+    g->edge_made = 1;
+    CK(cudaEventCreateWithFlags(&g->before, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&g->halo_in, cudaEventDisableTiming));
+    g->events_made = 1;
+    return 0;
+}
 
 int gpu_create(potts_system *s)
 {
@@ -214,7 +302,9 @@ int gpu_create(potts_system *s)
               "the observable counters");
     g->rates_uploaded = ~(uint64_t)0;
     g->host = static_cast<uint8_t *>(carlo_malloc(2 * plane_bytes(s), "a lattice staging buffer"));
-    return g->host ? 0 : -1;
+    if (!g->host)
+        return -1;
+    return s->split ? halo_setup(s) : 0;
 }
 
 void gpu_destroy(potts_system *s)
@@ -230,6 +320,21 @@ void gpu_destroy(potts_system *s)
         cudaFree(g->snap);
         cudaFreeHost(g->pinned);
     }
+    if (g->edge_made) {
+        cudaStreamSynchronize(g->edge);
+        cudaStreamDestroy(g->edge);
+    }
+    if (g->events_made) {
+        cudaEventDestroy(g->before);
+        cudaEventDestroy(g->halo_in);
+    }
+    if (s->halo == POTTS_HALO_DIRECT) {
+        cudaFree(g->send);
+        cudaFree(g->recv);
+    } else {
+        cudaFreeHost(g->send);
+        cudaFreeHost(g->recv);
+    }
     cudaFree(g->lattice);
     cudaFree(g->rates);
     cudaFree(g->counts);
@@ -242,7 +347,7 @@ int gpu_set_lattice(potts_system *s, int r, const uint8_t *spins)
 {
     gpu_impl *g = impl(s);
     size_t plane = plane_bytes(s);
-    potts_pack(s->L, spins, g->host, g->host + plane);
+    potts_slab_pack(s, spins, g->host, g->host + plane);
     CK(cudaMemcpy(g->lattice + (size_t)r * 2 * plane, g->host, 2 * plane, cudaMemcpyHostToDevice));
     return 0;
 }
@@ -252,8 +357,7 @@ int gpu_get_lattice(potts_system *s, int r, uint8_t *spins)
     gpu_impl *g = impl(s);
     size_t plane = plane_bytes(s);
     CK(cudaMemcpy(g->host, g->lattice + (size_t)r * 2 * plane, 2 * plane, cudaMemcpyDeviceToHost));
-    potts_unpack(s->L, g->host, g->host + plane, spins);
-    return 0;
+    return potts_slab_gather(s, g->host, g->host + plane, spins);
 }
 
 int upload_rates(potts_system *s)
@@ -266,20 +370,104 @@ int upload_rates(potts_system *s)
     return 0;
 }
 
-template <int W> int launch(potts_system *s, int c)
+template <int W> int launch(potts_system *s, int c, const rows_of &rows, cudaStream_t stream)
 {
-    const int half = s->L / 2, threads = 256;
-    const int64_t work = (int64_t)s->R * s->L * (half / W);
+    const int threads = 256;
+    const int64_t work = (int64_t)s->R * rows.n * (rows.half / W);
     const int64_t blocks = (work + threads - 1) / threads;
     if (blocks > 0x7fffffff)
         return carlo_seterr("lattice too large for one launch");
+    if (blocks == 0)
+        return 0;
     if (s->algorithm == POTTS_HEATBATH)
-        sweep_kernel<W, 1><<<(unsigned)blocks, threads>>>(impl(s)->lattice, impl(s)->rates, s->L, half,
-                                                         s->R, c, (uint32_t)s->q, s->seed, s->halfstep);
+        sweep_kernel<W, 1><<<(unsigned)blocks, threads, 0, stream>>>(
+            impl(s)->lattice, impl(s)->rates, rows, s->R, c, (uint32_t)s->q, s->seed, s->halfstep);
     else
-        sweep_kernel<W, 0><<<(unsigned)blocks, threads>>>(impl(s)->lattice, impl(s)->rates, s->L, half,
-                                                         s->R, c, (uint32_t)s->q, s->seed, s->halfstep);
+        sweep_kernel<W, 0><<<(unsigned)blocks, threads, 0, stream>>>(
+            impl(s)->lattice, impl(s)->rates, rows, s->R, c, (uint32_t)s->q, s->seed, s->halfstep);
     CK(cudaGetLastError());
+    return 0;
+}
+
+/* Colour c of the rows `rows`, on stream. */
+int sweep_rows(potts_system *s, int c, const rows_of &rows, cudaStream_t stream)
+{
+    const int half = s->L / 2;
+    if (half % 16 == 0) return launch<16>(s, c, rows, stream);
+    if (half % 8 == 0) return launch<8>(s, c, rows, stream);
+    if (half % 4 == 0) return launch<4>(s, c, rows, stream);
+    if (half % 2 == 0) return launch<2>(s, c, rows, stream);
+    return launch<1>(s, c, rows, stream);
+}
+
+/* Row `at` (stored index) of colour c of every replica <-> R consecutive rows of buf, on the
+ * boundary stream. A strided copy when the replicas' stride allows one, else one per replica. */
+int rows_copy(potts_system *s, int c, int at, uint8_t *buf, int to_buf)
+{
+    gpu_impl *g = impl(s);
+    const size_t half = (size_t)(s->L / 2), stride = 2 * plane_bytes(s);
+    uint8_t *row = g->lattice + (size_t)c * plane_bytes(s) + (size_t)at * half;
+    const cudaMemcpyKind kind = s->halo == POTTS_HALO_DIRECT ? cudaMemcpyDeviceToDevice
+                                : to_buf ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+    if (s->R > 1 && stride < ((size_t)1 << 30)) {
+        if (to_buf)
+            CK(cudaMemcpy2DAsync(buf, half, row, stride, half, (size_t)s->R, kind, g->edge));
+        else
+            CK(cudaMemcpy2DAsync(row, stride, buf, half, half, (size_t)s->R, kind, g->edge));
+        return 0;
+    }
+    for (int r = 0; r < s->R; r++) {
+        uint8_t *x = row + (size_t)r * stride, *b = buf + (size_t)r * half;
+        CK(cudaMemcpyAsync(to_buf ? b : x, to_buf ? x : b, half, kind, g->edge));
+    }
+    return 0;
+}
+
+/* n bytes each way with the ranks above and below, in pieces MPI's int counts can carry. */
+int exchange(const uint8_t *send, int dest, uint8_t *recv, int src, size_t n, int tag)
+{
+    const size_t piece = (size_t)1 << 30;
+    for (size_t at = 0; at < n; at += piece) {
+        int m = (int)(n - at < piece ? n - at : piece);
+        if (carlo_mpi_sendrecv_u8(send + at, dest, recv + at, src, m, tag))
+            return -1;
+    }
+    return 0;
+}
+
+/* Colour c of a split system: the first and last own rows first, on the boundary stream; they
+ * go to the neighbour ranks (through host memory, or straight from the device to a CUDA-aware
+ * MPI) while the interior rows are updated on the calling thread's stream; the halos that come
+ * back are written on the boundary stream, and the calling thread's stream waits for them, so
+ * that whatever is queued next (the other colour, an observation, a copy) sees them. */
+int split_sweep_color(potts_system *s, int c)
+{
+    gpu_impl *g = impl(s);
+    const cudaStream_t main_stream = cudaStreamPerThread;
+    const int rows = s->rows, n = carlo_mpi_size(), p = carlo_mpi_rank();
+    const size_t part = (size_t)s->R * (size_t)(s->L / 2);
+    CK(cudaEventRecord(g->before, main_stream));
+    CK(cudaStreamWaitEvent(g->edge, g->before, 0));
+    rows_of edge = rows_all(s), inner = rows_all(s);
+    edge.n = rows > 1 ? 2 : 1; /* rows 0 and rows - 1 */
+    edge.step = rows > 1 ? rows - 1 : 1;
+    if (sweep_rows(s, c, edge, g->edge) || rows_copy(s, c, 1, g->send, 1) ||
+        rows_copy(s, c, rows, g->send + part, 1))
+        return -1;
+    inner.t0 = 1;
+    inner.n = rows - 2;
+    if (inner.n > 0 && sweep_rows(s, c, inner, main_stream))
+        return -1;
+    CK(cudaStreamSynchronize(g->edge)); /* the boundary rows are packed; the interior runs on */
+    const int above = (p + n - 1) % n, below = (p + 1) % n;
+    /* first rows up into the halo below the rank above; last rows down, as on the CPU */
+    if (exchange(g->send, above, g->recv + part, below, part, 1) ||
+        exchange(g->send + part, below, g->recv, above, part, 2))
+        return -1;
+    if (rows_copy(s, c, 0, g->recv, 0) || rows_copy(s, c, rows + 1, g->recv + part, 0))
+        return -1;
+    CK(cudaEventRecord(g->halo_in, g->edge));
+    CK(cudaStreamWaitEvent(main_stream, g->halo_in, 0));
     return 0;
 }
 
@@ -287,12 +475,9 @@ int gpu_sweep_color(potts_system *s, int c)
 {
     if (upload_rates(s))
         return -1;
-    const int half = s->L / 2;
-    if (half % 16 == 0) return launch<16>(s, c);
-    if (half % 8 == 0) return launch<8>(s, c);
-    if (half % 4 == 0) return launch<4>(s, c);
-    if (half % 2 == 0) return launch<2>(s, c);
-    return launch<1>(s, c);
+    if (s->split)
+        return split_sweep_color(s, c);
+    return sweep_rows(s, c, rows_all(s), cudaStreamPerThread);
 }
 
 int gpu_sweeps(potts_system *s, uint64_t n)
@@ -314,30 +499,35 @@ int gpu_observe(potts_system *s, potts_obs *out)
     gpu_impl *g = impl(s);
     size_t n = (size_t)s->R * (size_t)(s->q + 1);
     CK(cudaMemset(g->counts, 0, n * sizeof(unsigned long long)));
-    int blocks = (int)((plane_bytes(s) + 255) / 256);
+    int blocks = (int)(((size_t)s->rows * (size_t)(s->L / 2) + 255) / 256);
     if (blocks > 1024)
         blocks = 1024;
     if (s->R > 65535)
         return carlo_seterr("observing more than 65535 replicas at once is not supported");
-    observe_kernel<<<dim3((unsigned)blocks, (unsigned)s->R), 256>>>(g->lattice, s->L, s->L / 2, s->q,
+    observe_kernel<<<dim3((unsigned)blocks, (unsigned)s->R), 256>>>(g->lattice, rows_all(s), s->q,
                                                                  g->counts);
     CK(cudaGetLastError());
-    unsigned long long *h =
-        static_cast<unsigned long long *>(carlo_malloc(n * sizeof *h, "observable counters"));
+    int64_t *h = static_cast<int64_t *>(carlo_malloc(n * sizeof *h, "observable counters"));
     if (!h)
         return -1;
+    static_assert(sizeof(int64_t) == sizeof(unsigned long long), "64-bit counters");
     cudaError_t e = cudaMemcpy(h, g->counts, n * sizeof *h, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         free(h);
         return carlo_cuda_fail(e, "cudaMemcpy(counts)", __FILE__, __LINE__);
     }
+    /* a split system's counts are its slab's: summed over the ranks (exact integers) */
+    if (s->split && (n > 0x7fffffff || carlo_mpi_sum_i64(h, (int)n))) {
+        free(h);
+        return n > 0x7fffffff ? carlo_seterr("too many counters to sum over the ranks") : -1;
+    }
     for (int r = 0; r < s->R; r++) {
-        const unsigned long long *c = h + (size_t)r * (s->q + 1);
-        out[r].equal_bonds = (int64_t)c[0];
+        const int64_t *c = h + (size_t)r * (s->q + 1);
+        out[r].equal_bonds = c[0];
         int64_t nmax = 0;
         for (int v = 0; v < s->q; v++)
-            if ((int64_t)c[1 + v] > nmax)
-                nmax = (int64_t)c[1 + v];
+            if (c[1 + v] > nmax)
+                nmax = c[1 + v];
         out[r].nmax = nmax;
     }
     free(h);
@@ -380,6 +570,8 @@ int gpu_lattices_start(potts_system *s)
     gpu_impl *g = impl(s);
     if (g->in_flight)
         return carlo_seterr("potts: a lattice copy is already on its way");
+    if (s->split)
+        return 1; /* the whole lattice is gathered from the ranks: the plain way */
     int rc = async_setup(s);
     if (rc)
         return rc;

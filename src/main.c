@@ -77,9 +77,15 @@ static int report(carlo_runtime *rt, int failed)
 
 static int print_devices(void)
 {
-    carlo_runtime *rt = carlo_open();
-    if (!rt)
+    if (carlo_mpi_init(NULL, NULL)) { /* under mpirun each rank prints its own list */
+        fprintf(stderr, "carlo: %s\n", carlo_errmsg());
         return 1;
+    }
+    carlo_runtime *rt = carlo_open();
+    if (!rt) {
+        carlo_mpi_finalize();
+        return 1;
+    }
     printf("carlo %s\n", carlo_version());
     if (carlo_threads_fixed())
         printf("cpu: %d threads (OpenMP; fixed by OMP_NUM_THREADS)\n", carlo_threads_fixed());
@@ -94,10 +100,21 @@ static int print_devices(void)
     for (int i = 0; i < n; i++) {
         carlo_gpu_info g;
         if (carlo_gpu_info_get(i, &g) == 0)
-            printf("gpu %d: %s, %.1f GiB, %d SMs, compute capability %d.%d\n", i, g.name,
-                   (double)g.memory_bytes / 1073741824.0, g.sm_count, g.cc_major, g.cc_minor);
+            printf("gpu %d: %s, %.1f GiB, %d SMs, compute capability %d.%d%s\n", i, g.name,
+                   (double)g.memory_bytes / 1073741824.0, g.sm_count, g.cc_major, g.cc_minor,
+                   i == carlo_gpu_pick() && n > 1 ? " (this process's)" : "");
     }
+    if (carlo_mpi_size() > 1) { /* under mpirun: this rank and its GPU (carlo_gpu_pick) */
+        printf("mpi: rank %d of %d, rank %d on its node", carlo_mpi_rank(), carlo_mpi_size(),
+               carlo_mpi_local_rank());
+        if (n > 0)
+            printf(", runs on gpu %d\n", carlo_gpu_pick());
+        else
+            printf(", no GPU\n");
+    }
+    fflush(stdout);
     carlo_close(rt);
+    carlo_mpi_finalize();
     return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "mpi/mpi.h"
 
 static const carlo_gpu_driver *gpu_driver;
 static char default_device[8] = "auto";
@@ -28,6 +29,28 @@ int carlo_gpu_info_get(int index, carlo_gpu_info *out)
     if (!gpu_driver)
         return carlo_seterr("this carlo was built without CUDA");
     return gpu_driver->info(index, out);
+}
+
+int carlo_gpu_pick(void)
+{
+    static int picked = -2; /* -2: not decided yet */
+    if (picked == -2) {
+        int n = carlo_gpu_count();
+        picked = n > 0 ? carlo_mpi_local_rank() % n : -1;
+    }
+    return picked;
+}
+
+int carlo_gpu_bind(void)
+{
+    static _Thread_local int bound = -1;
+    int k = carlo_gpu_pick();
+    if (k < 0 || k == bound)
+        return 0;
+    if (gpu_driver->select(k))
+        return -1;
+    bound = k;
+    return 0;
 }
 
 const char *carlo_gpu_runtime(void)
@@ -105,14 +128,16 @@ int carlo_device_resolve(const char *request, carlo_device_kind *kind)
             return carlo_seterr("device = \"gpu\": no usable GPU was found "
                                 "(carlo --devices lists what is there)");
         *kind = CARLO_GPU;
-        return 0;
+        return carlo_gpu_bind();
     }
     if (strcmp(request, "auto") == 0) {
         if (carlo_gpu_count() > 0) {
             *kind = CARLO_GPU;
+            if (carlo_gpu_bind())
+                return -1;
             if (!auto_announced && !carlo_quiet) {
                 carlo_gpu_info info;
-                if (carlo_gpu_info_get(0, &info) == 0)
+                if (carlo_gpu_info_get(carlo_gpu_pick(), &info) == 0)
                     fprintf(stderr, "carlo: device \"auto\" runs on the GPU (%s)\n", info.name);
                 auto_announced = 1;
             }

@@ -23,6 +23,7 @@ typedef struct carlo_gpu_driver {
     int (*count)(void);
     int (*info)(int index, carlo_gpu_info *out);
     const char *(*runtime_version)(void);
+    int (*select)(int index); /* make GPU index the calling thread's current one */
 } carlo_gpu_driver;
 
 void carlo_gpu_driver_set(const carlo_gpu_driver *driver);
@@ -30,6 +31,12 @@ int carlo_gpu_compiled(void);         /* 1 when this build has CUDA backends */
 int carlo_gpu_count(void);            /* usable GPUs now (0 in a CPU-only build) */
 int carlo_gpu_info_get(int index, carlo_gpu_info *out);
 const char *carlo_gpu_runtime(void);  /* "CUDA 13.0" or "none" */
+/* The GPU this process runs its GPU systems on: the node-local MPI rank modulo the GPUs it
+ * sees (CUDA_VISIBLE_DEVICES set per rank to one GPU makes that one index 0); -1 without a GPU.
+ * One process, one GPU. carlo_gpu_bind makes it current on the calling thread (once a
+ * thread; every thread that launches GPU work calls it: the device is per host thread). */
+int carlo_gpu_pick(void);
+int carlo_gpu_bind(void);
 int carlo_cpu_threads(void);          /* OpenMP threads the CPU backends use at most */
 /* The thread count: fixed by carlo.threads(n) or OMP_NUM_THREADS (returns n), or chosen by
  * carlo per system and chunk of work (returns 0: one thread or all, whichever measures

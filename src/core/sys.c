@@ -631,7 +631,10 @@ int carlo_advance_all(carlo_sys **s, int R, uint64_t n, int *failed)
         /* a GPU system's work goes on this thread's own stream (built with per-thread
          * default streams), so the replicas' kernels run side by side; the sync leaves
          * nothing queued on a stream another thread will not wait for */
-        rc[i] = carlo_advance(s[i], n);
+        /* the current GPU is per host thread: this process's (carlo_gpu_pick) on this one too */
+        rc[i] = s[i]->device == CARLO_GPU ? carlo_gpu_bind() : 0;
+        if (rc[i] == 0)
+            rc[i] = carlo_advance(s[i], n);
         if (rc[i] == 0 && s[i]->device == CARLO_GPU)
             rc[i] = s[i]->ops->sync(s[i]);
         if (rc[i])

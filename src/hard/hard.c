@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "hard/hard_mpi.h"
 #include "hard/hard_plain.h"
 
 #define PI 3.14159265358979323846
@@ -461,6 +462,7 @@ void hard_destroy(hard_system *s)
         return;
     if (s->be && s->impl)
         s->be->destroy(s);
+    hard_split_free(s);
     free(s->sites);
     free(s);
 }

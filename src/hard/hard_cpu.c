@@ -1,6 +1,8 @@
 /* hard_cpu.c — the CPU backend of the hard-particle model: the cell updates of hard_kernel.h
  * over the active cells of a set with OpenMP (cells of one set are independent, so the result
- * does not depend on the number of threads), and the shared cell shift and re-gridding. */
+ * does not depend on the number of threads), and the shared cell shift and re-gridding. A
+ * system split over MPI ranks (s->split, hard_mpi.h) loops over its own layers only and
+ * exchanges halo layers after each set and shift. */
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -9,6 +11,7 @@
 
 #include "core/error.h"
 #include "hard/hard.h"
+#include "hard/hard_mpi.h"
 
 const hard_backend *hard_gpu_backend;
 
@@ -78,11 +81,15 @@ static int cpu_upload(hard_system *s, const carlo_cell_data *h)
     if (shape_for(&im->cur, &im->cur_grid, &s->grid))
         return -1;
     copy_data(&s->grid, h, &im->cur);
+    if (s->split) /* every rank uploads the whole system */
+        s->split->full = 1;
     return 0;
 }
 
 static int cpu_download(hard_system *s, carlo_cell_data *h)
 {
+    if (s->split && hard_split_gather(s, &impl(s)->cur))
+        return -1;
     copy_data(&s->grid, &impl(s)->cur, h);
     return 0;
 }
@@ -124,7 +131,9 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
 {
     cpu_impl *im = impl(s);
     const carlo_cell_grid g = s->grid;
-    const int64_t n = carlo_cell_set_size(&g);
+    int64_t t0 = 0, t1 = carlo_cell_set_size(&g); /* split: this rank's active cells */
+    if (s->split)
+        hard_split_active(s, set, &t0, &t1);
     const hard_moves mv = s->mv;
     const uint64_t seed = s->seed;
     const int cache = s->launch.variant == 1;
@@ -143,8 +152,8 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
         th.site = s->sites;
         th.tag = im->cur.aux; /* word plane 0 */
     }
-#pragma omp parallel for schedule(static) reduction(+ : tried, accepted) if (n > 2048)
-    for (int64_t t = 0; t < n; t++) {
+#pragma omp parallel for schedule(static) reduction(+ : tried, accepted) if (t1 - t0 > 2048)
+    for (int64_t t = t0; t < t1; t++) {
         int xyz[3];
         uint32_t tr;
         float nbuf[HARD_NB_MAX * 3];
@@ -156,7 +165,7 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
     }
     im->tried += tried;
     im->accepted += accepted;
-    return 0;
+    return s->split ? hard_split_after_set(s, &im->cur, set) : 0;
 }
 
 static void swap_data(cpu_impl *im)
@@ -169,11 +178,51 @@ static void swap_data(cpu_impl *im)
     im->spare_grid = g;
 }
 
+/* Cells [c0, c1) of the shift into the spare storage; the largest index that overflowed, or over. */
+static int64_t shift_cells(const carlo_cell_grid *g, const carlo_cell_data *src,
+                           const carlo_cell_data *dst, carlo_cell_shift sh, int64_t c0, int64_t c1,
+                           int64_t over)
+{
+#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
+    for (int64_t c = c0; c < c1; c++) {
+        int xyz[3];
+        carlo_cell_coords(g, c, xyz);
+        if (carlo_cell_shift_gather(g, src, dst, xyz, sh) > g->nmax && c > over)
+            over = c;
+    }
+    return over;
+}
+
+/* The shift of a split system's own cells: each gathers from itself and its neighbour along
+ * the shift, which is at worst a halo cell; then the halos: shifted here when the shift runs
+ * within the layers, else fetched from their owners. */
+static int split_shift(hard_system *s, carlo_cell_shift sh)
+{
+    cpu_impl *im = impl(s);
+    const carlo_cell_grid *g = &s->grid;
+    int64_t c0, c1, h[2];
+    hard_split_cells(s, &s->grid, &c0, &c1);
+    int64_t over = shift_cells(g, &im->cur, &im->spare, sh, c0, c1, -1);
+    const int lc = hard_split_halo_cells(s, g, h);
+    for (int k = 0; lc && sh.axis != s->dim - 1 && k < 2; k++)
+        over = shift_cells(g, &im->cur, &im->spare, sh, h[k], h[k] + lc, over);
+    if (over >= 0) {
+        int xyz[3];
+        carlo_cell_coords(g, over, xyz);
+        return carlo_seterr("cell (%d, %d, %d) overflowed its %d slots in the cell shift", xyz[0],
+                            xyz[1], xyz[2], g->nmax);
+    }
+    swap_data(im);
+    return hard_split_after_shift(s, &im->cur, sh.axis);
+}
+
 static int cpu_shift(hard_system *s, carlo_cell_shift sh)
 {
     cpu_impl *im = impl(s);
     if (spare_for(im, &s->grid))
         return -1;
+    if (s->split)
+        return split_shift(s, sh);
     if (carlo_cells_shift_host(&s->grid, &im->cur, &im->spare, sh))
         return -1;
     swap_data(im);
@@ -191,14 +240,15 @@ __attribute__((flatten)) static float particle_scan(const carlo_cell_grid *g, co
                                             gr_hist);
 }
 
-/* Overlapping pairs and the smallest squared distance over every particle of storage d. */
-static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_t *overlaps,
-                      double *r2min)
+/* Overlapping pairs (counted from both ends) and the smallest squared distance over the
+ * particles of cells [c0, c1) of storage d. */
+static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_t c0, int64_t c1,
+                      int64_t *overlaps, double *r2min)
 {
     uint64_t over = 0;
     float best = 3.0e38f;
-#pragma omp parallel for schedule(static) reduction(+ : over) reduction(min : best) if (g->ncells > 4096)
-    for (int64_t c = 0; c < g->ncells; c++) {
+#pragma omp parallel for schedule(static) reduction(+ : over) reduction(min : best) if (c1 - c0 > 4096)
+    for (int64_t c = c0; c < c1; c++) {
         int xyz[3];
         carlo_cell_coords(g, c, xyz);
         int n = (int)d->count[c];
@@ -210,8 +260,47 @@ static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_
                 best = r2;
         }
     }
-    *overlaps = (int64_t)(over / 2);
+    *overlaps = (int64_t)over;
     *r2min = (double)best;
+}
+
+/* Cells [c0, c1) of grid ng re-cut from the scaled old grid; 1 when one overflowed. */
+static int regrid_cells(const carlo_cell_grid *og, const carlo_cell_data *src, const carlo_cell_grid *ng,
+                        const carlo_cell_data *dst, const double lam[3], int64_t c0, int64_t c1)
+{
+    int over = 0;
+#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
+    for (int64_t c = c0; c < c1; c++) {
+        int xyz[3];
+        carlo_cell_coords(ng, c, xyz);
+        if (carlo_cell_regrid_gather(og, src, ng, dst, lam, xyz) > ng->nmax)
+            over = 1;
+    }
+    return over;
+}
+
+/* A split system's scale trial where the cut along the split axis stays: each rank re-cuts its
+ * own and halo layers from the same old layers, counts the overlaps of its own particles, and
+ * the ranks add up overlaps and overflows, so that every rank takes the decision of the whole
+ * system. */
+static int split_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[3],
+                             int64_t *overlaps)
+{
+    cpu_impl *im = impl(s);
+    int64_t c0, c1, h[2];
+    hard_split_cells(s, ng, &c0, &c1);
+    int64_t v[2] = {0, regrid_cells(&s->grid, &im->cur, ng, &im->spare, lam, c0, c1)};
+    const int lc = hard_split_halo_cells(s, ng, h);
+    for (int k = 0; lc && k < 2; k++)
+        v[1] |= regrid_cells(&s->grid, &im->cur, ng, &im->spare, lam, h[k], h[k] + lc);
+    double r2;
+    if (!v[1])
+        pair_scan(ng, &im->spare, c0, c1, &v[0], &r2);
+    if (hard_split_sum(s, v, 2))
+        return -1;
+    *overlaps = v[1] ? -1 : v[0] / 2;
+    s->split->trial_full = 0;
+    return 0;
 }
 
 static int cpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[3],
@@ -220,25 +309,44 @@ static int cpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const doub
     cpu_impl *im = impl(s);
     if (spare_for(im, ng))
         return -1;
+    if (s->split && hard_split_fits(s, ng))
+        return -1;
+    if (s->split && hard_split_keeps_cut(s, ng, lam))
+        return split_scale_trial(s, ng, lam, overlaps);
+    /* split: the whole configuration on every rank, which then decides alike without talking */
+    if (s->split && hard_split_gather(s, &im->cur))
+        return -1;
+    if (s->split)
+        s->split->trial_full = 1;
     if (carlo_cells_regrid_host(&s->grid, &im->cur, ng, &im->spare, lam)) {
         *overlaps = -1;
         return 0;
     }
     double r2;
-    pair_scan(ng, &im->spare, overlaps, &r2);
+    pair_scan(ng, &im->spare, 0, ng->ncells, overlaps, &r2);
+    *overlaps /= 2;
     return 0;
 }
 
 static int cpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
 {
-    (void)ng;
     swap_data(impl(s));
+    if (s->split) { /* current everywhere when the whole new grid was cut on every rank */
+        s->split->full = s->split->trial_full || s->split->ranks == 1;
+        return hard_split_layout(s, ng);
+    }
     return 0;
 }
 
 static int cpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
 {
-    pair_scan(&s->grid, &impl(s)->cur, overlaps, r2min);
+    int64_t c0 = 0, c1 = s->grid.ncells;
+    if (s->split)
+        hard_split_cells(s, &s->grid, &c0, &c1);
+    pair_scan(&s->grid, &impl(s)->cur, c0, c1, overlaps, r2min);
+    if (s->split && (hard_split_sum(s, overlaps, 1) || hard_split_min(s, r2min)))
+        return -1;
+    *overlaps /= 2;
     return 0;
 }
 
@@ -255,7 +363,10 @@ static int cpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uin
                                    "pressure histograms");
     if (!local)
         return -1;
-#pragma omp parallel if (g->ncells > 4096)
+    int64_t c0 = 0, c1 = g->ncells;
+    if (s->split)
+        hard_split_cells(s, &s->grid, &c0, &c1);
+#pragma omp parallel if (c1 - c0 > 4096)
     {
         int me = 0;
 #ifdef _OPENMP
@@ -263,7 +374,7 @@ static int cpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uin
 #endif
         uint32_t *h = local + (size_t)me * per, *hs = h + sc->gr_bins;
 #pragma omp for schedule(static)
-        for (int64_t c = 0; c < g->ncells; c++) {
+        for (int64_t c = c0; c < c1; c++) {
             int xyz[3];
             carlo_cell_coords(g, c, xyz);
             int n = (int)d->count[c];
@@ -276,21 +387,34 @@ static int cpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uin
             }
         }
     }
-    for (int t = 0; t < threads; t++) {
-        const uint32_t *h = local + (size_t)t * per;
-        for (int b = 0; b < sc->gr_bins; b++)
-            gr[b] += h[b];
-        for (int b = 0; b < sc->sdf_bins; b++)
-            sdf[b] += h[sc->gr_bins + b];
+    int64_t *sum = carlo_calloc(per, sizeof(int64_t), "pressure histograms");
+    if (!sum) {
+        free(local);
+        return -1;
     }
+    for (int t = 0; t < threads; t++)
+        for (size_t b = 0; b < per; b++)
+            sum[b] += local[(size_t)t * per + b];
     free(local);
+    if (s->split && hard_split_sum(s, sum, (int)per)) { /* the ranks' slabs together */
+        free(sum);
+        return -1;
+    }
+    for (int b = 0; b < sc->gr_bins; b++)
+        gr[b] += (uint64_t)sum[b];
+    for (int b = 0; b < sc->sdf_bins; b++)
+        sdf[b] += (uint64_t)sum[sc->gr_bins + b];
+    free(sum);
     return 0;
 }
 
 static int cpu_translation_counts(hard_system *s, uint64_t *tried, uint64_t *accepted)
 {
-    *tried = impl(s)->tried;
-    *accepted = impl(s)->accepted;
+    int64_t n[2] = {(int64_t)impl(s)->tried, (int64_t)impl(s)->accepted};
+    if (s->split && hard_split_sum(s, n, 2)) /* every rank's cells */
+        return -1;
+    *tried = (uint64_t)n[0];
+    *accepted = (uint64_t)n[1];
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "hard/hard.h"
 #include "hard/hard_lua.h"
+#include "hard/hard_mpi.h"
 #include "core/steinhardt.h"
 #include "system/system_lua.h"
 
@@ -263,7 +264,7 @@ static int construct(lua_State *L, int dim)
     static const char *const keys[] = {"N", "phi", "box", "seed", "init", "device", "delta",
                                        "moves_per_cell", "shuffle", "cell_width", "pressure",
                                        "dlnV", "quiet", "d", "moves", "volume_moves", "lambda",
-                                       "sites", NULL};
+                                       "sites", "decompose", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
     carlo_args_allowed(L, 1, where, keys);
@@ -293,6 +294,10 @@ static int construct(lua_State *L, int dim)
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     p.device = carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
+    const int split = carlo_arg_bool(L, 1, where, "decompose", 0); /* cell layers over the MPI ranks */
+    if (split && p.device == CARLO_GPU)
+        fail(L, "%s: decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo exchange "
+                "is not built yet)", where);
     const double *sites = NULL;
     if (lua_getfield(L, 1, "sites") != LUA_TNIL) {
         int64_t ns;
@@ -308,7 +313,8 @@ static int construct(lua_State *L, int dim)
         return carlo_raise(L, where);
     s->step = (uint64_t)step;
     s->volume_moves = volume_moves;
-    if ((sites && hard_set_sites(s, sites)) || (lambda > 0 && hard_set_lambda(s, lambda))) {
+    if ((sites && hard_set_sites(s, sites)) || (lambda > 0 && hard_set_lambda(s, lambda)) ||
+        (split && hard_split_on(s))) {
         hard_destroy(s);
         return carlo_raise(L, where);
     }
@@ -697,6 +703,20 @@ static void push_cells(lua_State *L, const hard_system *s)
     carlo_lua_setint(L, "count", s->grid.ncells);
 }
 
+/* A split system's own layers { first, last } (counted from 1), or nil. */
+static void push_layers(lua_State *L, const hard_system *s)
+{
+    if (!s->split) {
+        lua_pushnil(L);
+        return;
+    }
+    lua_createtable(L, 2, 0);
+    lua_pushinteger(L, s->split->lo + 1);
+    lua_rawseti(L, -2, 1);
+    lua_pushinteger(L, s->split->hi);
+    lua_rawseti(L, -2, 2);
+}
+
 /* The tether's sites as an N x d array, or nil when none were set. */
 static void push_sites(lua_State *L, const hard_system *s)
 {
@@ -744,6 +764,10 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushnil(L);
     else if (strcmp(k, "cells") == 0)
         push_cells(L, s);
+    else if (strcmp(k, "decomposed") == 0)
+        lua_pushboolean(L, s->split != NULL);
+    else if (strcmp(k, "layers") == 0) /* this rank's cell layers along y (disks) or z, 1-based */
+        push_layers(L, s);
     else if (is_launch_field(k))
         return luaL_error(L, "hard: '%s' is a launch choice now: sys:launch().%s (benchmarks only; "
                              "it never changes the chain)", k, k);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/steinhardt.h"
 #include "hard/hard.h"
+#include "hard/hard_mpi.h"
 
 #define SYS(c) ((hard_system *)(c))
 
@@ -271,7 +272,8 @@ int hard_checkpoint(hard_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "hard/params", CARLO_F64, 4, 1, par) ||
              carlo_frame_add_copy(f, "hard/flags", CARLO_I32, 4, 1, flags) ||
              carlo_frame_add_u64(f, "hard/insert_calls", s->icalls) ||
-             (s->sites && carlo_frame_add_copy(f, "hard/sites", CARLO_F64, (uint64_t)s->N, 3, s->sites));
+             (s->sites && carlo_frame_add_copy(f, "hard/sites", CARLO_F64, (uint64_t)s->N, 3, s->sites)) ||
+             (s->split && carlo_frame_add_u64(f, "hard/split", 1)); /* split again when loaded */
     if (!rc) {
         uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
         rc = carlo_frame_add_owned(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells, h.pos);
@@ -385,6 +387,12 @@ hard_system *hard_restore(const carlo_frame *f, carlo_device_kind device)
         return NULL;
     }
     if (hard_verify(s)) {
+        hard_destroy(s);
+        return NULL;
+    }
+    /* a split system's checkpoint holds the whole grid; split again over the ranks there are
+     * now (as many or not: every rank loads the same file) */
+    if (carlo_frame_find(f, "hard/split") && hard_split_on(s)) {
         hard_destroy(s);
         return NULL;
     }

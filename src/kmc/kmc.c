@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "mpi/mpi.h"
 
 const kmc_backend *kmc_gpu_backend;
 
@@ -157,6 +158,27 @@ kmc_system *kmc_create(const kmc_params *p)
                      p->grow_initial, p->grow, p->shrink);
         return NULL;
     }
+    const int ranks = p->split ? carlo_mpi_size() : 1, rank = p->split ? carlo_mpi_rank() : 0;
+    const int ntr = p->m / KMC_TILE;
+    if (p->split) {
+        if (p->device == CARLO_GPU) {
+            carlo_seterr("decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo "
+                         "exchange is not built yet)");
+            return NULL;
+        }
+        if (p->algorithm != KMC_TILED) {
+            carlo_seterr("decompose = true needs algorithm = \"tiled\" (got \"%s\", which fires "
+                         "one event at a time on the whole lattice)",
+                         kmc_algorithm_name(p->algorithm));
+            return NULL;
+        }
+        if (ntr < ranks) {
+            carlo_seterr("decompose = true: m = %d rows are %d tile rows of %d, fewer than the %d "
+                         "MPI ranks (each rank needs one tile row at least)", p->m, ntr, KMC_TILE,
+                         ranks);
+            return NULL;
+        }
+    }
     const kmc_backend *be = &kmc_cpu_backend;
     if (p->algorithm == KMC_SERIAL)
         be = &kmc_serial_backend;
@@ -177,6 +199,17 @@ kmc_system *kmc_create(const kmc_params *p)
     kmc_system *s = carlo_calloc(1, sizeof *s, "a KMC system");
     if (!s)
         return NULL;
+    s->split = p->split ? 1 : 0;
+    s->collective = s->split; /* its steps call MPI: never from a worker thread */
+    s->tile_row0 = (int)((int64_t)rank * ntr / ranks);
+    s->tile_rows = (int)((int64_t)(rank + 1) * ntr / ranks) - s->tile_row0;
+    s->slab_rows = carlo_calloc((size_t)ranks, sizeof *s->slab_rows, "the ranks' rows");
+    if (!s->slab_rows) {
+        free(s);
+        return NULL;
+    }
+    for (int k = 0; k < ranks; k++)
+        s->slab_rows[k] = KMC_TILE * (int)((int64_t)(k + 1) * ntr / ranks - (int64_t)k * ntr / ranks);
     s->m = p->m;
     s->n = p->n;
     s->algorithm = p->algorithm;
@@ -266,6 +299,7 @@ void kmc_destroy(kmc_system *s)
     free(s->configs);
     free(s->events);
     free(s->event_rates);
+    free(s->slab_rows);
     free(s);
 }
 
@@ -499,24 +533,66 @@ int kmc_set_launch(kmc_system *s, int tiles_per_block)
 
 /* ---------- observables ---------- */
 
+/* Exact sums over the ranks of a split system: s1 (< 2^63 over the whole lattice), s2 in four
+ * 32-bit limbs (each limb's sum fits 63 bits), the step count and the populations. */
+static int observe_sums(kmc_system *s, unsigned __int128 *s1, unsigned __int128 *s2,
+                        uint64_t *steps, uint64_t *counts)
+{
+    const int S = s->model.kind == KMC_TABLE && counts ? s->model.S : 0;
+    int64_t v[6 + 256];
+    v[0] = (int64_t)(uint64_t)*s1;
+    for (int k = 0; k < 4; k++)
+        v[1 + k] = (int64_t)(uint64_t)((*s2 >> (32 * k)) & 0xffffffffu);
+    v[5] = (int64_t)*steps;
+    for (int k = 0; k < S; k++)
+        v[6 + k] = (int64_t)counts[k];
+    if (carlo_mpi_sum_i64(v, 6 + S))
+        return -1;
+    *s1 = (uint64_t)v[0];
+    *s2 = 0;
+    for (int k = 0; k < 4; k++)
+        *s2 += (unsigned __int128)(uint64_t)v[1 + k] << (32 * k);
+    *steps = (uint64_t)v[5];
+    for (int k = 0; k < S; k++)
+        counts[k] = (uint64_t)v[6 + k];
+    return 0;
+}
+
+/* The whole lattice, or on a split system each rank's own rows with the rows above and below
+ * them: the sums are exact integers, so a split system's observables are the whole one's. */
 int kmc_observe(kmc_system *s, kmc_obs *o, uint64_t *counts)
 {
-    const int m = s->m, n = s->n;
-    const size_t N = (size_t)m * (size_t)n;
-    int32_t *x = carlo_malloc(carlo_mulsize(N, sizeof *x), "a KMC snapshot");
+    const int n = s->n, split = s->split;
+    const int rows = split ? s->tile_rows * KMC_TILE : s->m, stored = split ? rows + 2 : rows;
+    const int first = split ? 1 : 0;
+    const size_t N = (size_t)s->m * (size_t)n;
+    int32_t *x = carlo_malloc(carlo_mulsize((size_t)stored * (size_t)n, sizeof *x), "a KMC snapshot");
     if (!x)
         return -1;
-    if (s->be->get_state(s, x, NULL, NULL)) {
+    if (split) {
+        kmc_cpu_slab_states(s, x);
+    } else if (s->be->get_state(s, x, NULL, NULL)) {
         free(x);
         return kmc_fail(s);
     }
+    const int32_t *own = x + (size_t)first * (size_t)n;
+    const size_t Nown = (size_t)rows * (size_t)n;
     int64_t lo = INT32_MAX, hi = INT32_MIN;
 #pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi)
-    for (size_t i = 0; i < N; i++) {
-        if (x[i] < lo)
-            lo = x[i];
-        if (x[i] > hi)
-            hi = x[i];
+    for (size_t i = 0; i < Nown; i++) {
+        if (own[i] < lo)
+            lo = own[i];
+        if (own[i] > hi)
+            hi = own[i];
+    }
+    if (split) {
+        double ext[2] = {(double)lo, -(double)hi}; /* 32-bit integers: exact */
+        if (carlo_mpi_min_f64(ext, 2)) {
+            free(x);
+            return -1;
+        }
+        lo = (int64_t)ext[0];
+        hi = -(int64_t)ext[1];
     }
     /* exact sums of (x - lo) and (x - lo)^2, row by row in 128 bits */
     unsigned __int128 s1 = 0, s2 = 0;
@@ -526,14 +602,14 @@ int kmc_observe(kmc_system *s, kmc_obs *o, uint64_t *counts)
         unsigned __int128 a1 = 0, a2 = 0;
         uint64_t st = 0;
 #pragma omp for schedule(static)
-        for (int i = 0; i < m; i++) {
+        for (int i = first; i < first + rows; i++) {
             for (int j = 0; j < n; j++) {
                 uint64_t d = (uint64_t)((int64_t)x[(size_t)i * n + j] - lo);
                 a1 += d;
                 a2 += (unsigned __int128)d * d;
                 if (s->model.kind == KMC_SOS) {
                     int32_t v[9];
-                    kmc_gather_periodic(m, n, 4, x, i, j, v);
+                    kmc_gather_periodic(stored, n, 4, x, i, j, v);
                     st += kmc_config_index(&s->model, v) > 0;
                 }
             }
@@ -545,6 +621,14 @@ int kmc_observe(kmc_system *s, kmc_obs *o, uint64_t *counts)
             steps += st;
         }
     }
+    if (counts && s->model.kind == KMC_TABLE) {
+        memset(counts, 0, sizeof *counts * (size_t)s->model.S);
+        for (size_t i = 0; i < Nown; i++)
+            counts[own[i]]++;
+    }
+    free(x);
+    if (split && observe_sums(s, &s1, &s2, &steps, counts))
+        return -1;
     double Nd = (double)N;
     double mean_d = (double)s1 / Nd;
     /* variance = (s2 - s1^2 / N) / N, with the subtraction done exactly where it fits */
@@ -555,12 +639,5 @@ int kmc_observe(kmc_system *s, kmc_obs *o, uint64_t *counts)
     o->step_fraction = s->model.kind == KMC_SOS ? (double)steps / Nd : 0;
     o->min = lo;
     o->max = hi;
-    if (counts && s->model.kind == KMC_TABLE) {
-        memset(counts, 0, sizeof *counts * (size_t)s->model.S);
-        for (size_t i = 0; i < N; i++)
-            counts[x[i]]++;
-    }
-    free(x);
     return 0;
 }
-

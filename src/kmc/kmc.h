@@ -57,11 +57,19 @@ typedef struct kmc_system {
     /* the run segment under way (kmc_sys.c): its stops, NaN when none */
     double seg_t_stop;
     uint64_t seg_ev_stop;
+    /* decompose = true (tiled, CPU): the tile rows split over the MPI ranks as row slabs, this
+     * rank's tile rows tile_row0 .. tile_row0 + tile_rows - 1 (all of them when not split);
+     * slab_rows[r] the lattice rows of rank r (gathers). */
+    int split;
+    int tile_row0, tile_rows;
+    int *slab_rows;
     const struct kmc_backend *be;
     void *impl;
 } kmc_system;
 
-/* A backend. All return 0, or -1 with the message set. Lattices cross as row-major m x n. */
+/* A backend. All return 0, or -1 with the message set. Lattices cross as row-major m x n; on a
+ * split system every rank passes and gets the whole lattice (get_state gathers it from every
+ * rank, so every rank calls it), and advance and min_tau are collective too. */
 typedef struct kmc_backend {
     const char *name;
     int (*create)(kmc_system *s);
@@ -80,6 +88,9 @@ typedef struct kmc_backend {
 } kmc_backend;
 
 extern const kmc_backend kmc_cpu_backend;    /* tiled, OpenMP: kmc_cpu.c */
+/* A split system's own rows with the row above and the row below them (periodic): row-major
+ * (8 tile_rows + 2) x n states of the accepted state, this rank's alone (kmc_cpu.c). */
+void kmc_cpu_slab_states(const kmc_system *s, int32_t *x);
 extern const kmc_backend kmc_serial_backend; /* kmc_serial.c */
 extern const kmc_backend kmc_bkl_backend;    /* kmc_serial.c */
 extern const kmc_backend *kmc_gpu_backend;   /* tiled on the GPU: set by cuda/register.cu */
@@ -100,6 +111,7 @@ typedef struct kmc_params {
     int tiles_per_block;         /* 1..KMC_TPB_MAX (0: the default) */
     double grow_initial, grow, shrink; /* the adaptive step's factors (Algorithm 1) */
     const int32_t *initial;      /* m x n row-major states, or NULL for all zero */
+    int split;                   /* decompose = true: tile rows over the MPI ranks */
 } kmc_params;
 
 /* Validates p (messages name the parameter and its range), builds the rate tables and the

@@ -1,6 +1,7 @@
 /* kmc_cpu.c — the tiled CPU backend of lattice KMC: Algorithm 2 of kmc_kernel.h, tiles shared
- * among OpenMP threads, the 32 lanes of a domain visited in a loop; and the tile layout (domain
- * geometry, tile-major arrays, tile minima) it shares with the GPU backend. */
+ * among OpenMP threads, the 32 lanes of a domain visited in a loop, and among MPI ranks as slabs
+ * of tile rows when the system is split (carlo-mpi(7)); and the tile layout (domain geometry,
+ * tile-major arrays, tile minima) it shares with the GPU backend. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "kmc/kmc.h"
+#include "mpi/mpi.h"
 
 /* ---------- geometry and layouts ---------- */
 
@@ -84,13 +86,26 @@ void kmc_tile_minima(const kmc_geom *g, const double *tau_tiles, double *tmin)
 
 /* ---------- the tiled CPU backend ---------- */
 
+/* The tiles a rank stores, tile-major (kmc_tm_index with local rows): all ntr tile rows, or on
+ * a split system its own tile rows with one halo tile row above and one below (local tile
+ * rows 0 and tile_rows + 1), which hold the whole domain of every own tile (halo + 1 <= 8). */
 typedef struct cpu_impl {
     int32_t *x[2];      /* front/back buffers, tile-major */
     double *tau[2];
     uint32_t *cnt[2];
     double *tmin[2];    /* the earliest clock of each tile, per buffer */
     kmc_tile_out *out;  /* per tile */
+    int rows;           /* tile rows stored */
+    int first;          /* local tile row of the first own one (1 split, 0 whole) */
+    int above, below;   /* split: the ranks holding the tile rows above and below this slab */
+    void *slab;         /* split: this rank's own rows row-major (gathers) */
 } cpu_impl;
+
+/* The global tile row of local tile row lt. */
+static int cpu_global_row(const kmc_system *s, int lt)
+{
+    return s->split ? kmc_wrap(s->tile_row0 - 1 + lt, s->geom.ntr) : lt;
+}
 
 static int cpu_create(kmc_system *s)
 {
@@ -98,7 +113,14 @@ static int cpu_create(kmc_system *s)
     if (!im)
         return -1;
     s->impl = im;
-    size_t N = (size_t)s->m * (size_t)s->n, ntiles = (size_t)s->geom.ntr * (size_t)s->geom.ntc;
+    im->rows = s->split ? s->tile_rows + 2 : s->geom.ntr;
+    im->first = s->split ? 1 : 0;
+    if (s->split) {
+        const int n = carlo_mpi_size(), p = carlo_mpi_rank();
+        im->above = (p + n - 1) % n;
+        im->below = (p + 1) % n;
+    }
+    size_t ntiles = (size_t)im->rows * (size_t)s->geom.ntc, N = ntiles * 64;
     for (int b = 0; b < 2; b++) {
         im->x[b] = carlo_malloc(carlo_mulsize(N, sizeof(int32_t)), "the KMC states");
         im->tau[b] = im->x[b] ? carlo_malloc(carlo_mulsize(N, sizeof(double)), "the KMC clocks") : NULL;
@@ -108,7 +130,10 @@ static int cpu_create(kmc_system *s)
             return -1;
     }
     im->out = carlo_calloc(ntiles, sizeof *im->out, "the KMC tile results");
-    return im->out ? 0 : -1;
+    if (im->out && s->split)
+        im->slab = carlo_malloc(carlo_mulsize((size_t)s->tile_rows * KMC_TILE * (size_t)s->n,
+                                              sizeof(double)), "a KMC lattice slab");
+    return im->out && (im->slab || !s->split) ? 0 : -1;
 }
 
 static void cpu_destroy(kmc_system *s)
@@ -123,14 +148,90 @@ static void cpu_destroy(kmc_system *s)
         free(im->tmin[b]);
     }
     free(im->out);
+    free(im->slab);
     free(im);
     s->impl = NULL;
+}
+
+/* The earliest clock of local tile rows lt0 .. lt1 - 1 of buffer b. */
+static void cpu_minima(const kmc_system *s, cpu_impl *im, int b, int lt0, int lt1)
+{
+    const int ntc = s->geom.ntc, T0 = lt0 * ntc, T1 = lt1 * ntc;
+#pragma omp parallel for schedule(static) if (T1 - T0 > 1024)
+    for (int T = T0; T < T1; T++) {
+        double m = INFINITY;
+        for (int q = 0; q < 64; q++) {
+            double t = im->tau[b][((size_t)T << 6) + (size_t)q];
+            m = t < m ? t : m;
+        }
+        im->tmin[b][T] = m;
+    }
+}
+
+/* A split system's stored rows from the whole lattice (row-major m x n, elem bytes a site). */
+static void cpu_slab_in(const kmc_system *s, const cpu_impl *im, const void *rowmajor, void *tiles,
+                        size_t elem)
+{
+    const kmc_geom *g = &s->geom;
+    const int rows = im->rows * KMC_TILE, n = s->n;
+#pragma omp parallel for schedule(static)
+    for (int lr = 0; lr < rows; lr++) {
+        const int gr = cpu_global_row(s, lr / KMC_TILE) * KMC_TILE + lr % KMC_TILE;
+        for (int j = 0; j < n; j++) {
+            uint64_t src = (uint64_t)gr * (uint64_t)n + (uint64_t)j, dst = kmc_tm_index(g, lr, j);
+            if (elem == 8)
+                ((uint64_t *)tiles)[dst] = ((const uint64_t *)rowmajor)[src];
+            else
+                ((uint32_t *)tiles)[dst] = ((const uint32_t *)rowmajor)[src];
+        }
+    }
+}
+
+/* The whole lattice from every rank's own rows: every rank calls this. */
+static int cpu_slab_out(const kmc_system *s, cpu_impl *im, const void *tiles, void *rowmajor,
+                        size_t elem)
+{
+    const kmc_geom *g = &s->geom;
+    const int rows = s->tile_rows * KMC_TILE, n = s->n, lr0 = im->first * KMC_TILE;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++) {
+            uint64_t dst = (uint64_t)r * (uint64_t)n + (uint64_t)j, src = kmc_tm_index(g, lr0 + r, j);
+            if (elem == 8)
+                ((uint64_t *)im->slab)[dst] = ((const uint64_t *)tiles)[src];
+            else
+                ((uint32_t *)im->slab)[dst] = ((const uint32_t *)tiles)[src];
+        }
+    return carlo_mpi_allgather_rows(im->slab, rows, rowmajor, s->slab_rows, (int)((size_t)n * elem));
+}
+
+void kmc_cpu_slab_states(const kmc_system *s, int32_t *x)
+{
+    const cpu_impl *im = s->impl;
+    const kmc_geom *g = &s->geom;
+    const int rows = s->tile_rows * KMC_TILE + 2, n = s->n, lr0 = im->first * KMC_TILE - 1;
+    const int32_t *X = im->x[s->ctrl.front];
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++)
+            x[(size_t)r * (size_t)n + (size_t)j] = X[kmc_tm_index(g, lr0 + r, j)];
 }
 
 static int cpu_set_state(kmc_system *s, const int32_t *x, const double *tau, const uint32_t *cnt)
 {
     cpu_impl *im = s->impl;
     int f = (int)s->ctrl.front;
+    if (s->split) {
+        if (x)
+            cpu_slab_in(s, im, x, im->x[f], 4);
+        if (tau) {
+            cpu_slab_in(s, im, tau, im->tau[f], 8);
+            cpu_minima(s, im, f, 0, im->rows);
+        }
+        if (cnt)
+            cpu_slab_in(s, im, cnt, im->cnt[f], 4);
+        return 0;
+    }
     if (x)
         kmc_to_tiles(&s->geom, x, im->x[f], 4);
     if (tau) {
@@ -146,12 +247,45 @@ static int cpu_get_state(kmc_system *s, int32_t *x, double *tau, uint32_t *cnt)
 {
     cpu_impl *im = s->impl;
     int f = (int)s->ctrl.front;
+    if (s->split)
+        return (x && cpu_slab_out(s, im, im->x[f], x, 4)) ||
+                       (tau && cpu_slab_out(s, im, im->tau[f], tau, 8)) ||
+                       (cnt && cpu_slab_out(s, im, im->cnt[f], cnt, 4))
+                   ? -1
+                   : 0;
     if (x)
         kmc_from_tiles(&s->geom, im->x[f], x, 4);
     if (tau)
         kmc_from_tiles(&s->geom, im->tau[f], tau, 8);
     if (cnt)
         kmc_from_tiles(&s->geom, im->cnt[f], cnt, 4);
+    return 0;
+}
+
+/* Local tile row `from` of one array (elem bytes a site) to rank dest's local row `to`, while
+ * rank src's arrives here. */
+static int cpu_send_row(const kmc_system *s, void *base, size_t elem, int from, int dest, int to,
+                        int src, int tag)
+{
+    const size_t row = (size_t)s->geom.ntc * 64 * elem;
+    uint8_t *b = base;
+    return carlo_mpi_sendrecv_u8(b + (size_t)from * row, dest, b + (size_t)to * row, src, (int)row,
+                                 tag);
+}
+
+/* A split system's halo tile rows of buffer b from the neighbouring ranks: the own first row
+ * goes to the rank above (its bottom halo), the own last row to the rank below (its top halo). */
+static int cpu_halo(kmc_system *s, cpu_impl *im, int b)
+{
+    const int last = s->tile_rows, bottom = s->tile_rows + 1;
+    void *arr[3] = {im->x[b], im->tau[b], im->cnt[b]};
+    const size_t elem[3] = {4, 8, 4};
+    for (int k = 0; k < 3; k++)
+        if (cpu_send_row(s, arr[k], elem[k], 1, im->above, bottom, im->below, 10 + k) ||
+            cpu_send_row(s, arr[k], elem[k], last, im->below, 0, im->above, 20 + k))
+            return -1;
+    cpu_minima(s, im, b, 0, 1);
+    cpu_minima(s, im, b, bottom, bottom + 1);
     return 0;
 }
 
@@ -164,13 +298,18 @@ static void cpu_tile(const kmc_system *s, const cpu_impl *im, int T, int front, 
     const kmc_geom *g = &s->geom;
     const kmc_model *md = &s->model;
     const uint64_t seed = s->seed;
-    const int ti = T / g->ntc, tj = T - ti * g->ntc, h1 = g->halo + 1, P = g->P, D = g->D;
+    /* lt: the local tile row (storage), ti: the global one (sites and random numbers) */
+    const int lt = T / g->ntc, tj = T - lt * g->ntc, h1 = g->halo + 1, P = g->P, D = g->D;
+    const int ti = cpu_global_row(s, lt), split = s->split;
     const int back = 1 - front;
     kmc_tile_out *o = &im->out[T];
     /* a tile whose 3 x 3 tiles have no clock before t_end has no event at all */
     double quiet = INFINITY;
     for (int k = 0; k < 9; k++) {
-        double t = im->tmin[front][kmc_tile_near(g, ti, tj, k / 3 - 1, k % 3 - 1)];
+        const int dr = k / 3 - 1, dc = k % 3 - 1;
+        const int near = split ? (lt + dr) * g->ntc + kmc_wrap(tj + dc, g->ntc)
+                               : kmc_tile_near(g, ti, tj, dr, dc);
+        double t = im->tmin[front][near];
         quiet = t < quiet ? t : quiet;
     }
     if (!(quiet < t_end)) {
@@ -189,7 +328,8 @@ static void cpu_tile(const kmc_system *s, const cpu_impl *im, int T, int front, 
     const double *TAU = im->tau[front];
     const uint32_t *CNT = im->cnt[front];
     for (int r = 0; r < D; r++) {
-        const int gr = kmc_wrap(ti * KMC_TILE - h1 + r, g->m);
+        /* the stored row: a slab holds its halo rows in order, the whole lattice wraps */
+        const int gr = split ? lt * KMC_TILE - h1 + r : kmc_wrap(ti * KMC_TILE - h1 + r, g->m);
         const int dyn_row = r >= 1 && r <= D - 2;
         for (int c = 0; c < P; c++) {
             const int d = r * P + c;
@@ -287,30 +427,76 @@ static void cpu_tile(const kmc_system *s, const cpu_impl *im, int T, int front, 
     o->pad = 0;
 }
 
+/* Whether the strips tile T (local) shares with its down and right neighbours agree. A split
+ * system's last own tile row compares with the up strips the rank below sent into the bottom
+ * halo row's results. */
+static int cpu_matches(const kmc_system *s, const cpu_impl *im, int T)
+{
+    if (!s->split)
+        return kmc_tile_matches(&s->geom, im->out, T);
+    const int ntc = s->geom.ntc, lt = T / ntc, tj = T - lt * ntc;
+    const int right = lt * ntc + (tj + 1 == ntc ? 0 : tj + 1);
+    return im->out[T].chk[KMC_EDGE_DOWN] == im->out[T + ntc].chk[KMC_EDGE_UP] &&
+           im->out[T].chk[KMC_EDGE_RIGHT] == im->out[right].chk[KMC_EDGE_LEFT];
+}
+
+/* A split system's up strips of its first tile row to the rank above, the rank below's into the
+ * bottom halo row's results. */
+static int cpu_send_strips(const kmc_system *s, cpu_impl *im)
+{
+    const int ntc = s->geom.ntc;
+    uint64_t *buf = (uint64_t *)im->slab; /* free between gathers: 8 n rows >= 2 ntc words */
+    for (int tj = 0; tj < ntc; tj++)
+        buf[tj] = im->out[ntc + tj].chk[KMC_EDGE_UP];
+    if (carlo_mpi_sendrecv_u8((const uint8_t *)buf, im->above, (uint8_t *)(buf + ntc), im->below,
+                              (int)(sizeof *buf * (size_t)ntc), 30))
+        return -1;
+    const int bottom = (s->tile_rows + 1) * ntc;
+    for (int tj = 0; tj < ntc; tj++)
+        im->out[bottom + tj].chk[KMC_EDGE_UP] = buf[ntc + tj];
+    return 0;
+}
+
 static int cpu_advance(kmc_system *s, uint64_t budget)
 {
     cpu_impl *im = s->impl;
     kmc_ctrl *c = &s->ctrl;
-    const int ntiles = s->geom.ntr * s->geom.ntc;
+    const int ntc = s->geom.ntc;
+    /* the own tiles: all, or the slab's between its halo rows */
+    const int T0 = im->first * ntc, ntiles = (s->split ? s->tile_rows : s->geom.ntr) * ntc;
     for (uint64_t k = 0; k < budget && !c->done; k++) {
         const int front = (int)c->front;
         const double t_end = c->t_end;
         /* a step of a few tiles is shorter than waking the threads */
 #pragma omp parallel for schedule(dynamic, 4) if (ntiles > 64)
-        for (int T = 0; T < ntiles; T++)
+        for (int T = T0; T < T0 + ntiles; T++)
             cpu_tile(s, im, T, front, t_end);
         if (carlo_interrupted)
             return 0; /* not decided: the accepted state stays, done stays 0 */
+        if (s->split && cpu_send_strips(s, im))
+            return -1;
         uint64_t ev = 0, sim = 0;
         uint32_t bad = 0, ovf = 0;
 #pragma omp parallel for schedule(static) reduction(+ : ev, sim) reduction(| : bad, ovf) if (ntiles > 1024)
-        for (int T = 0; T < ntiles; T++) {
-            bad |= (uint32_t)!kmc_tile_matches(&s->geom, im->out, T);
+        for (int T = T0; T < T0 + ntiles; T++) {
+            bad |= (uint32_t)!cpu_matches(s, im, T);
             ev += im->out[T].events;
             sim += im->out[T].sim;
             ovf |= im->out[T].overflow;
         }
+        if (s->split) { /* every rank decides the same from the sums over all of them */
+            int64_t sums[4] = {(int64_t)ev, (int64_t)sim, bad, ovf};
+            if (carlo_mpi_sum_i64(sums, 4))
+                return -1;
+            ev = (uint64_t)sums[0];
+            sim = (uint64_t)sums[1];
+            bad = sums[2] != 0;
+            ovf = sums[3] != 0;
+        }
         kmc_ctrl_decide(c, ev, sim, bad, ovf);
+        /* an accepted step's new state needs its halo rows; a rejected one kept the old */
+        if (s->split && c->last_accepted && cpu_halo(s, im, (int)c->front))
+            return -1;
     }
     return 0;
 }
@@ -318,15 +504,15 @@ static int cpu_advance(kmc_system *s, uint64_t budget)
 static int cpu_min_tau(kmc_system *s, double *out)
 {
     cpu_impl *im = s->impl;
-    const double *tau = im->tau[s->ctrl.front];
-    const int64_t N = (int64_t)s->m * s->n;
+    const int64_t own = (int64_t)(s->split ? s->tile_rows : s->geom.ntr) * s->geom.ntc * 64;
+    const double *tau = im->tau[s->ctrl.front] + (int64_t)im->first * s->geom.ntc * 64;
     double mt = INFINITY;
 #pragma omp parallel for schedule(static) reduction(min : mt)
-    for (int64_t i = 0; i < N; i++)
+    for (int64_t i = 0; i < own; i++)
         if (tau[i] < mt)
             mt = tau[i];
     *out = mt;
-    return 0;
+    return s->split ? carlo_mpi_min_f64(out, 1) : 0;
 }
 
 static int cpu_sync(kmc_system *s)

@@ -3,7 +3,7 @@
  * the rest. Here: the constructor keys, a user model's rates function called once per
  * neighbourhood configuration to fill the table every backend reads (the Lua state is never
  * touched while a run works), and KMC's own methods (try_step, substep, clocks, counters, png,
- * launch). */
+ * launch). decompose = true splits the tile rows over the MPI ranks (carlo-mpi(7)). */
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
@@ -330,7 +330,7 @@ static int l_kmc(lua_State *L)
     static const char *const keys[] = {"model", "m", "n", "bond", "k2", "states", "neighbourhood",
                                        "rates", "init", "seed", "device", "algorithm", "halo",
                                        "grow_initial", "grow", "shrink", "quiet",
-                                       "tiles_per_block", NULL};
+                                       "tiles_per_block", "decompose", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
     rename_keys(L, where);
@@ -380,6 +380,7 @@ static int l_kmc(lua_State *L)
     p.grow_initial = carlo_arg_num(L, 1, where, "grow_initial", 0, 10.0, 1, 0, INFINITY, 0);
     p.grow = carlo_arg_num(L, 1, where, "grow", 0, 1.03, 1, 0, INFINITY, 0);
     p.shrink = carlo_arg_num(L, 1, where, "shrink", 0, 0.5, 0, 0, 1, 0);
+    p.split = carlo_arg_bool(L, 1, where, "decompose", 0); /* tile rows over the MPI ranks */
     kmc_system *s = kmc_create(&p);
     if (!s)
         return carlo_raise(L, where);
@@ -620,7 +621,15 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushinteger(L, s->model.nbh);
     else if (strcmp(k, "states") == 0 && s->model.kind == KMC_TABLE)
         lua_pushinteger(L, s->model.S);
-    else if (strcmp(k, "tiles_per_block") == 0) { /* a launch shape: sys:launch() */
+    else if (strcmp(k, "decomposed") == 0)
+        lua_pushboolean(L, s->split);
+    else if (strcmp(k, "rows") == 0) { /* this rank's first and last lattice row, from 1 */
+        lua_createtable(L, 2, 0);
+        lua_pushinteger(L, (lua_Integer)s->tile_row0 * KMC_TILE + 1);
+        lua_rawseti(L, -2, 1);
+        lua_pushinteger(L, (lua_Integer)(s->tile_row0 + s->tile_rows) * KMC_TILE);
+        lua_rawseti(L, -2, 2);
+    } else if (strcmp(k, "tiles_per_block") == 0) { /* a launch shape: sys:launch() */
         carlo_lua_renamed("kmc", "tiles_per_block", "launch().tiles_per_block");
         lua_pushinteger(L, s->tiles_per_block);
     } else
@@ -707,6 +716,8 @@ static double reserve(const carlo_sys *c)
 static const char *load_device(const carlo_frame *f)
 {
     const int32_t *shape = carlo_frame_expect(f, "kmc/shape", CARLO_I32, 8, 1);
+    if (carlo_frame_find(f, "kmc/split")) /* split again: the CPU backend */
+        return "cpu";
     return shape && shape[2] != KMC_TILED ? "cpu" : NULL;
 }
 

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "kmc/kmc.h"
+#include "mpi/mpi.h"
 
 #define SYS(c) ((kmc_system *)(c))
 
@@ -110,6 +111,14 @@ static int op_advance_to(carlo_sys *cs, double t_stop, uint64_t ev_stop, uint64_
     *reached = 0;
     if (carlo_sys_alive(cs))
         return -1;
+    if (s->split) {
+        /* the driver sizes budgets by each rank's clock: the ranks take the smallest, so that
+         * every call does the same steps (and the same collective calls) on every rank */
+        double b = (double)budget;
+        if (carlo_mpi_min_f64(&b, 1))
+            return -1;
+        budget = (uint64_t)b;
+    }
     int rc = advance_segment(s, t_stop, ev_stop, budget, reached);
     kmc_ctrl *c = &s->ctrl;
     c->t_stop = INFINITY;
@@ -279,7 +288,8 @@ int kmc_checkpoint(kmc_system *s, carlo_frame *f)
         carlo_frame_add_copy(f, "kmc/shape", CARLO_I32, 8, 1, shape) ||
         carlo_frame_add_copy(f, "kmc/params", CARLO_F64, 5, 1, params) ||
         carlo_frame_add_copy(f, "kmc/time", CARLO_F64, 4, 1, time) ||
-        carlo_frame_add_copy(f, "kmc/counters", CARLO_U64, 6, 1, counters) || add_states(s, f, 0))
+        carlo_frame_add_copy(f, "kmc/counters", CARLO_U64, 6, 1, counters) || add_states(s, f, 0) ||
+        (s->split && carlo_frame_add_u64(f, "kmc/split", 1)))
         return -1;
     if (s->model.kind == KMC_TABLE) {
         double *rates = carlo_malloc(sizeof *rates * (s->nevents ? s->nevents : 1), "a checkpoint");
@@ -354,6 +364,9 @@ kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device)
     p.grow = params[3];
     p.shrink = params[4];
     p.initial = x;
+    /* a split system's checkpoint holds the whole lattice: split again over the ranks now, or
+     * whole on the GPU when asked for (the split runs on the CPU) */
+    p.split = carlo_frame_find(f, "kmc/split") != NULL && device != CARLO_GPU;
     if (p.kind == KMC_TABLE) {
         if ((p.nbh != 4 && p.nbh != 8) || p.S < 2 || p.S > 256 ||
             kmc_ipow((uint32_t)p.S, p.nbh + 1) > KMC_CONFIGS_MAX) {

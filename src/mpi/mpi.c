@@ -4,6 +4,9 @@
 #include "mpi/mpi.h"
 
 #include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h> /* MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support */
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +56,7 @@ int carlo_mpi_init(int *argc, char ***argv)
     if (check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread"))
         return -1;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    carlo_mpi_local_rank();
     return 0;
 }
 
@@ -96,6 +100,38 @@ int carlo_mpi_local_size(void)
     MPI_Comm_size(node, &n);
     MPI_Comm_free(&node);
     return n;
+}
+
+static int local_rank_known = -1;
+
+/* A collective call (every rank makes it): carlo_mpi_init makes it at the start, so that a
+ * GPU system made on some ranks only finds the answer ready. */
+int carlo_mpi_local_rank(void)
+{
+    if (!active())
+        return 0;
+    if (local_rank_known >= 0)
+        return local_rank_known;
+    MPI_Comm node;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS)
+        return 0;
+    int r = 0;
+    MPI_Comm_rank(node, &r);
+    MPI_Comm_free(&node);
+    local_rank_known = r;
+    return r;
+}
+
+/* Compiled CUDA-aware (MPIX_CUDA_AWARE_SUPPORT from Open MPI's mpi-ext.h) and so at run time
+ * too: the library found may differ from the headers. */
+int carlo_mpi_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return active() && MPIX_Query_cuda_support() == 1;
+#else
+    return 0;
+#endif
 }
 
 int carlo_mpi_barrier(void)
@@ -220,6 +256,14 @@ int carlo_mpi_sum_i64(int64_t *v, int n)
                  "MPI_Allreduce");
 }
 
+int carlo_mpi_min_f64(double *v, int n)
+{
+    if (!active())
+        return 0;
+    return check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD),
+                 "MPI_Allreduce");
+}
+
 int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src, int n, int tag)
 {
     if (!active()) {
@@ -229,4 +273,26 @@ int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src,
     }
     return check(MPI_Sendrecv(send, n, MPI_BYTE, dest, tag, recv, n, MPI_BYTE, src, tag,
                               MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Sendrecv");
+}
+
+int carlo_mpi_exchange2(uint8_t *const send[2], const int nsend[2], const int dest[2],
+                        uint8_t *const recv[2], const int nrecv[2], const int src[2], int tag)
+{
+    if (!active()) {
+        for (int k = 0; k < 2; k++)
+            if (nsend[k] > 0 && nsend[k] == nrecv[k] && recv[k] != send[k])
+                memmove(recv[k], send[k], (size_t)nsend[k]);
+        return 0;
+    }
+    MPI_Request req[4];
+    int n = 0, rc = MPI_SUCCESS;
+    for (int k = 0; k < 2 && rc == MPI_SUCCESS; k++)
+        if (nrecv[k] > 0)
+            rc = MPI_Irecv(recv[k], nrecv[k], MPI_BYTE, src[k], tag + k, MPI_COMM_WORLD, &req[n++]);
+    for (int k = 0; k < 2 && rc == MPI_SUCCESS; k++)
+        if (nsend[k] > 0)
+            rc = MPI_Isend(send[k], nsend[k], MPI_BYTE, dest[k], tag + k, MPI_COMM_WORLD, &req[n++]);
+    if (rc != MPI_SUCCESS)
+        return check(rc, "MPI_Isend/MPI_Irecv");
+    return check(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
 }

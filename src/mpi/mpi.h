@@ -27,6 +27,12 @@ int carlo_mpi_rank(void);
 int carlo_mpi_size(void);
 /* The ranks on this machine (this rank's node), for sharing its cores among them. */
 int carlo_mpi_local_size(void);
+/* This rank's place among them (0 .. local_size - 1, in the order of their ranks): the rule
+ * that gives each rank its GPU (core/device.h, carlo_gpu_pick). */
+int carlo_mpi_local_rank(void);
+/* 1 when the MPI takes device (CUDA) pointers in its calls: Open MPI built CUDA-aware and saying
+ * so at run time (MPIX_Query_cuda_support); 0 for any other MPI, or without MPI. */
+int carlo_mpi_cuda_aware(void);
 
 int carlo_mpi_barrier(void);
 /* all = the n values of every rank, in rank order; counts[r] (size entries) is rank r's n,
@@ -46,8 +52,15 @@ int carlo_mpi_bcast_u8(uint8_t *v, size_t n, int root);
 /* Sum (in place) over the ranks, element by element. */
 int carlo_mpi_sum_f64(double *v, int n);
 int carlo_mpi_sum_i64(int64_t *v, int n);
+/* Smallest (in place) over the ranks, element by element (NaN-free values). */
+int carlo_mpi_min_f64(double *v, int n);
 /* Send n bytes to rank dest while receiving n bytes from rank src (halo rows). */
 int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src, int n, int tag);
+/* Two messages out and two in at once (halo layers both ways): send[k] (nsend[k] bytes) to
+ * rank dest[k] with tag tag + k, recv[k] (nrecv[k] bytes) from rank src[k] with tag tag + k; a
+ * message of 0 bytes is not sent (its receiver expects 0 too). */
+int carlo_mpi_exchange2(uint8_t *const send[2], const int nsend[2], const int dest[2],
+                        uint8_t *const recv[2], const int nrecv[2], const int src[2], int tag);
 
 #ifdef __cplusplus
 }

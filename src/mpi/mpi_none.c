@@ -20,6 +20,8 @@ void carlo_mpi_abort(int code) { (void)code; }
 int carlo_mpi_rank(void) { return 0; }
 int carlo_mpi_size(void) { return 1; }
 int carlo_mpi_local_size(void) { return 1; }
+int carlo_mpi_local_rank(void) { return 0; }
+int carlo_mpi_cuda_aware(void) { return 0; }
 int carlo_mpi_barrier(void) { return 0; }
 
 int carlo_mpi_allgatherv_f64(const double *mine, int n, double *all, const int *counts)
@@ -81,6 +83,13 @@ int carlo_mpi_sum_i64(int64_t *v, int n)
     return 0;
 }
 
+int carlo_mpi_min_f64(double *v, int n)
+{
+    (void)v;
+    (void)n;
+    return 0;
+}
+
 int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src, int n, int tag)
 {
     (void)dest;
@@ -88,5 +97,17 @@ int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src,
     (void)tag;
     if (n > 0 && recv != send)
         memmove(recv, send, (size_t)n);
+    return 0;
+}
+
+int carlo_mpi_exchange2(uint8_t *const send[2], const int nsend[2], const int dest[2],
+                        uint8_t *const recv[2], const int nrecv[2], const int src[2], int tag)
+{
+    (void)dest;
+    (void)src;
+    (void)tag;
+    for (int k = 0; k < 2; k++)
+        if (nsend[k] > 0 && nsend[k] == nrecv[k] && recv[k] != send[k])
+            memmove(recv[k], send[k], (size_t)nsend[k]);
     return 0;
 }

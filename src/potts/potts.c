@@ -43,8 +43,7 @@ typedef struct cpu_impl {
     uint8_t *lattice; /* R x 2 colours x stored rows x L/2 */
 } cpu_impl;
 
-/* Rows kept per colour: all L, or a split system's own rows with a halo row on each side. */
-static int cpu_rows_stored(const potts_system *s)
+int potts_rows_stored(const potts_system *s)
 {
     return s->split ? s->rows + 2 : s->L;
 }
@@ -52,7 +51,7 @@ static int cpu_rows_stored(const potts_system *s)
 static uint8_t *cpu_color(potts_system *s, int r, int c)
 {
     cpu_impl *im = s->impl;
-    size_t plane = (size_t)cpu_rows_stored(s) * (size_t)(s->L / 2);
+    size_t plane = (size_t)potts_rows_stored(s) * (size_t)(s->L / 2);
     return im->lattice + ((size_t)r * 2 + (size_t)c) * plane;
 }
 
@@ -71,12 +70,50 @@ static void cpu_rows_of(const potts_system *s, int t, int *up, int *at, int *dow
     *down = t == s->L - 1 ? 0 : t + 1;
 }
 
+/* A split system takes its rows and their halos from the whole lattice (every rank has it). */
+void potts_slab_pack(const potts_system *s, const uint8_t *spins, uint8_t *c0, uint8_t *c1)
+{
+    if (!s->split) {
+        potts_pack(s->L, spins, c0, c1);
+        return;
+    }
+    const int L = s->L, half = L / 2;
+#pragma omp parallel for schedule(static) if ((int64_t)s->rows * L >= (1 << 20))
+    for (int t = 0; t < s->rows + 2; t++) {
+        int i = (s->row0 - 1 + t + L) % L;
+        for (int j = 0; j < L; j++)
+            (((i + j) & 1) ? c1 : c0)[(int64_t)t * half + j / 2] = spins[(int64_t)i * L + j];
+    }
+}
+
+/* A split system's whole lattice is gathered from the ranks' slabs: every rank calls this. */
+int potts_slab_gather(potts_system *s, const uint8_t *c0, const uint8_t *c1, uint8_t *spins)
+{
+    if (!s->split) {
+        potts_unpack(s->L, c0, c1, spins);
+        return 0;
+    }
+    const int L = s->L, half = L / 2;
+    uint8_t *mine = carlo_malloc((size_t)s->rows * (size_t)L + 1, "a lattice slab");
+    if (!mine)
+        return -1;
+#pragma omp parallel for schedule(static) if ((int64_t)s->rows * L >= (1 << 20))
+    for (int t = 0; t < s->rows; t++) {
+        int i = s->row0 + t;
+        for (int j = 0; j < L; j++)
+            mine[(int64_t)t * L + j] = (((i + j) & 1) ? c1 : c0)[(int64_t)(t + 1) * half + j / 2];
+    }
+    int rc = carlo_mpi_allgather_rows(mine, s->rows, spins, s->slab_rows, L);
+    free(mine);
+    return rc;
+}
+
 static int cpu_create(potts_system *s)
 {
     cpu_impl *im = carlo_calloc(1, sizeof *im, "the Potts CPU backend");
     if (!im)
         return -1;
-    size_t bytes = carlo_mulsize(carlo_mulsize((size_t)cpu_rows_stored(s), (size_t)s->L),
+    size_t bytes = carlo_mulsize(carlo_mulsize((size_t)potts_rows_stored(s), (size_t)s->L),
                                  (size_t)s->R);
     im->lattice = carlo_calloc(bytes, 1, "the Potts lattices");
     if (!im->lattice) {
@@ -96,43 +133,15 @@ static void cpu_destroy(potts_system *s)
     s->impl = NULL;
 }
 
-/* A split system takes its rows and their halos from the whole lattice (every rank has it). */
 static int cpu_set_lattice(potts_system *s, int r, const uint8_t *spins)
 {
-    if (!s->split) {
-        potts_pack(s->L, spins, cpu_color(s, r, 0), cpu_color(s, r, 1));
-        return 0;
-    }
-    const int L = s->L, half = L / 2;
-    uint8_t *c0 = cpu_color(s, r, 0), *c1 = cpu_color(s, r, 1);
-    for (int t = 0; t < s->rows + 2; t++) {
-        int i = (s->row0 - 1 + t + L) % L;
-        for (int j = 0; j < L; j++)
-            (((i + j) & 1) ? c1 : c0)[(int64_t)t * half + j / 2] = spins[(int64_t)i * L + j];
-    }
+    potts_slab_pack(s, spins, cpu_color(s, r, 0), cpu_color(s, r, 1));
     return 0;
 }
 
-/* A split system's whole lattice is gathered from the ranks' slabs: every rank calls this. */
 static int cpu_get_lattice(potts_system *s, int r, uint8_t *spins)
 {
-    if (!s->split) {
-        potts_unpack(s->L, cpu_color(s, r, 0), cpu_color(s, r, 1), spins);
-        return 0;
-    }
-    const int L = s->L, half = L / 2;
-    const uint8_t *c0 = cpu_color(s, r, 0), *c1 = cpu_color(s, r, 1);
-    uint8_t *mine = carlo_malloc((size_t)s->rows * (size_t)L + 1, "a lattice slab");
-    if (!mine)
-        return -1;
-    for (int t = 0; t < s->rows; t++) {
-        int i = s->row0 + t;
-        for (int j = 0; j < L; j++)
-            mine[(int64_t)t * L + j] = (((i + j) & 1) ? c1 : c0)[(int64_t)(t + 1) * half + j / 2];
-    }
-    int rc = carlo_mpi_allgather_rows(mine, s->rows, spins, s->slab_rows, L);
-    free(mine);
-    return rc;
+    return potts_slab_gather(s, cpu_color(s, r, 0), cpu_color(s, r, 1), spins);
 }
 
 /* After colour c changed on a split system: each rank's first and last rows of c go to the
@@ -319,6 +328,21 @@ int potts_set_beta(potts_system *s, int r, double beta)
     return 0;
 }
 
+/* halo = "auto" of a split GPU system: the environment's CARLO_HALO may say staged or direct
+ * (a restored system too), so that a script need not change to force one. */
+static int halo_from_env(potts_halo *halo)
+{
+    const char *v = getenv("CARLO_HALO");
+    if (!v || !*v || strcmp(v, "auto") == 0)
+        return 0;
+    if (strcmp(v, "staged") == 0 || strcmp(v, "direct") == 0) {
+        *halo = v[0] == 's' ? POTTS_HALO_STAGED : POTTS_HALO_DIRECT;
+        return 0;
+    }
+    return carlo_seterr("the environment's CARLO_HALO must be \"auto\", \"staged\" or \"direct\" "
+                        "(got \"%s\")", v);
+}
+
 potts_system *potts_create(const potts_params *p)
 {
     if (p->L < 2 || p->L > POTTS_L_MAX || p->L % 2) {
@@ -342,9 +366,17 @@ potts_system *potts_create(const potts_params *p)
         be = potts_gpu_backend;
     }
     const int ranks = p->split ? carlo_mpi_size() : 1, rank = p->split ? carlo_mpi_rank() : 0;
-    if (p->split && p->device == CARLO_GPU) {
-        carlo_seterr("decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo "
-                     "exchange is not built yet)");
+    potts_halo halo = p->halo;
+    if (halo == POTTS_HALO_AUTO && p->split && p->device == CARLO_GPU && halo_from_env(&halo))
+        return NULL;
+    if (p->halo == POTTS_HALO_DIRECT && !(p->split && p->device == CARLO_GPU)) {
+        carlo_seterr("halo = \"direct\" is for a decomposed GPU system (decompose = true, "
+                     "device = \"gpu\")");
+        return NULL;
+    }
+    if (halo == POTTS_HALO_DIRECT && !carlo_mpi_cuda_aware()) {
+        carlo_seterr("halo = \"direct\" (the key or CARLO_HALO): this MPI does not take GPU "
+                     "memory (not CUDA-aware; use \"staged\" or \"auto\")");
         return NULL;
     }
     if (p->L < ranks) {
@@ -356,6 +388,11 @@ potts_system *potts_create(const potts_params *p)
     if (!s)
         return NULL;
     s->split = p->split ? 1 : 0;
+    s->halo = !s->split ? POTTS_HALO_NONE
+              : p->device != CARLO_GPU ? POTTS_HALO_HOST
+              : halo == POTTS_HALO_DIRECT || (halo == POTTS_HALO_AUTO && carlo_mpi_cuda_aware())
+                  ? POTTS_HALO_DIRECT
+                  : POTTS_HALO_STAGED;
     s->collective = s->split; /* its halo exchange and sums call MPI: never from a worker thread */
     s->row0 = (int)((int64_t)rank * p->L / ranks);
     s->rows = (int)((int64_t)(rank + 1) * p->L / ranks) - s->row0;

@@ -20,6 +20,15 @@ int potts_beta_ok(double beta);
 
 typedef enum potts_algorithm { POTTS_METROPOLIS = 0, POTTS_HEATBATH = 1 } potts_algorithm;
 
+/* How a decomposed system's halo rows travel (carlo-mpi(7)). Asked for: AUTO (DIRECT where the
+ * MPI is CUDA-aware, else STAGED), STAGED or DIRECT. In use: NONE (not split), HOST (the CPU
+ * backend), STAGED (GPU -> page-locked host buffer -> MPI -> GPU) or DIRECT (GPU buffers
+ * handed to a CUDA-aware MPI). */
+typedef enum potts_halo {
+    POTTS_HALO_AUTO = 0, POTTS_HALO_STAGED = 1, POTTS_HALO_DIRECT = 2,
+    POTTS_HALO_NONE = 3, POTTS_HALO_HOST = 4
+} potts_halo;
+
 /* What one replica looks like now, from exact integer counts. */
 typedef struct potts_obs {
     int64_t equal_bonds; /* number of nearest-neighbour pairs in the same state */
@@ -47,12 +56,14 @@ typedef struct potts_system {
     int *direction;              /* per replica: 0 none, 1 last visited bottom, 2 top */
     uint64_t *round_trips;       /* per replica */
     uint64_t exchanges;          /* exchange steps done (alternates even/odd pairs) */
-    /* Lattice decomposition (carlo-mpi(7)): with split = 1 the CPU backend keeps and updates
-     * only this MPI rank's rows row0 .. row0 + rows - 1 (plus a halo row above and below,
-     * exchanged after every colour update); slab_rows[p] = the rows of rank p. Unsplit:
-     * row0 = 0, rows = L. Random numbers stay a function of the global site. */
+    /* Lattice decomposition (carlo-mpi(7)): with split = 1 a backend keeps and updates only
+     * this MPI rank's rows row0 .. row0 + rows - 1 (plus a halo row above and below, exchanged
+     * after every colour update; potts_rows_stored rows a colour plane); slab_rows[p] = the
+     * rows of rank p. Unsplit: row0 = 0, rows = L. Random numbers stay a function of the
+     * global site. */
     int split, row0, rows;
     int *slab_rows;
+    potts_halo halo;             /* how the halos travel: NONE, HOST, STAGED or DIRECT */
 } potts_system;
 
 /* A backend: the CPU one in potts.c, the CUDA one in cuda/potts.cu. All return 0 or -1
@@ -91,7 +102,8 @@ typedef struct potts_params {
     carlo_device_kind device;
     uint64_t seed;
     const double *beta; /* R */
-    int split;          /* 1: rows split among the MPI ranks (CPU only) */
+    int split;          /* 1: rows split among the MPI ranks */
+    potts_halo halo;    /* AUTO, STAGED or DIRECT (a split GPU system's halo path) */
 } potts_params;
 
 potts_system *potts_create(const potts_params *p);
@@ -118,6 +130,12 @@ int potts_exchange(potts_system *s);
 /* Packed <-> row-major conversions shared by the backends. */
 void potts_pack(int L, const uint8_t *rowmajor, uint8_t *color0, uint8_t *color1);
 void potts_unpack(int L, const uint8_t *color0, const uint8_t *color1, uint8_t *rowmajor);
+/* The same for the rows a rank stores (potts_rows_stored: L, or a split system's rows plus
+ * halos, the halo above first): pack takes them from the whole lattice; gather makes the whole
+ * lattice from every rank's slab (a collective call when split: every rank makes it). */
+int potts_rows_stored(const potts_system *s);
+void potts_slab_pack(const potts_system *s, const uint8_t *spins, uint8_t *c0, uint8_t *c1);
+int potts_slab_gather(potts_system *s, const uint8_t *c0, const uint8_t *c1, uint8_t *spins);
 
 /* Reference implementation for tests: one sweep of L*L random-site Metropolis updates on a
  * plain row-major lattice, with its own stream (purpose CORE_TEST). Small and obvious. */

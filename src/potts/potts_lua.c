@@ -11,6 +11,7 @@
 #include "core/array.h"
 #include "core/error.h"
 #include "core/png.h"
+#include "mpi/mpi.h"
 #include "potts/potts.h"
 #include "potts/potts_lua.h"
 #include "system/system_lua.h"
@@ -18,6 +19,8 @@
 static const char *const ALGORITHMS[] = {"metropolis", "heatbath", NULL};
 static const char *const INITS[] = {"random", "ordered", NULL};
 static const char *const DEVICES[] = {"auto", "cpu", "gpu", NULL};
+/* potts_halo's names: what may be asked for (the first three), and what is in use */
+static const char *const HALOS[] = {"auto", "staged", "direct", "none", "host", NULL};
 
 extern const carlo_lua_model potts_lua_model;
 
@@ -65,9 +68,12 @@ static int construct(lua_State *L, int ensemble)
 {
     const char *where = ensemble ? "carlo.potts_ensemble" : "carlo.potts";
     static const char *const single_keys[] = {"L", "q", "T", "beta", "seed", "init", "start",
-                                              "device", "algorithm", "quiet", "decompose", NULL};
+                                              "device", "algorithm", "quiet", "decompose", "halo",
+                                              NULL};
     static const char *const ensemble_keys[] = {"L", "q", "temperatures", "seed", "init", "start",
-                                                "device", "algorithm", "quiet", "decompose", NULL};
+                                                "device", "algorithm", "quiet", "decompose", "halo",
+                                                NULL};
+    static const char *const ASKED[] = {"auto", "staged", "direct", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
     carlo_args_allowed(L, 1, where, ensemble ? ensemble_keys : single_keys);
@@ -117,11 +123,14 @@ static int construct(lua_State *L, int ensemble)
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     const char *device = carlo_arg_str(L, 1, where, "device", 0);
     carlo_device_kind kind = carlo_lua_device(L, where, device);
+    /* how a split GPU system's halos travel ("auto": CARLO_HALO's choice, else the best) */
+    int halo = carlo_arg_enum(L, 1, where, "halo", "auto", ASKED);
     int init = carlo_lua_init_arg(L, 1, where, "start", "random", INITS, 1);
     int init_idx = lua_gettop(L);
 
     potts_params p = {.L = (int)Lside, .q = q, .R = R, .algorithm = (potts_algorithm)algorithm,
-                      .device = kind, .seed = seed, .beta = beta, .split = split};
+                      .device = kind, .seed = seed, .beta = beta, .split = split,
+                      .halo = (potts_halo)halo};
     potts_system *s = potts_create(&p);
     if (!s)
         return carlo_raise(L, where);
@@ -281,15 +290,29 @@ static int l_reference_sweep(lua_State *L)
 
 /* ---------- the system layer's Lua face ---------- */
 
+/* ", GPU k" on the GPU; for a split system this rank's rows and the halos' path. */
 static void describe(lua_State *L, carlo_sys *c)
 {
     potts_system *s = (potts_system *)c;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
     if (s->R == 1)
         lua_pushfstring(L, "L = %d, q = %d, T = %f, %s", s->L, s->q, s->temperatures[0],
                         ALGORITHMS[s->algorithm]);
     else
         lua_pushfstring(L, "L = %d, q = %d, %d temperatures, %s", s->L, s->q, s->R,
                         ALGORITHMS[s->algorithm]);
+    luaL_addvalue(&b);
+    if (s->device == CARLO_GPU) {
+        lua_pushfstring(L, ", GPU %d", carlo_gpu_pick());
+        luaL_addvalue(&b);
+    }
+    if (s->split) {
+        lua_pushfstring(L, ", rows %d-%d on rank %d of %d, halos %s", s->row0 + 1,
+                        s->row0 + s->rows, carlo_mpi_rank(), carlo_mpi_size(), HALOS[s->halo]);
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
 }
 
 static int index_field(lua_State *L, carlo_sys *c, const char *k)
@@ -307,6 +330,14 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushstring(L, ALGORITHMS[s->algorithm]);
     else if (strcmp(k, "decomposed") == 0)
         lua_pushboolean(L, s->split);
+    else if (strcmp(k, "halo") == 0) /* "none", "host", "staged" or "direct" */
+        lua_pushstring(L, HALOS[s->halo]);
+    else if (strcmp(k, "gpu") == 0) { /* the CUDA index of the GPU it runs on; nil on the CPU */
+        if (s->device == CARLO_GPU)
+            lua_pushinteger(L, carlo_gpu_pick());
+        else
+            lua_pushnil(L);
+    }
     else if (strcmp(k, "rows") == 0) { /* this rank's rows, 1-based: { first, last } */
         lua_createtable(L, 2, 0);
         lua_pushinteger(L, s->row0 + 1);

@@ -2,7 +2,8 @@
 -- however many ranks run this (decompose = true), against the same systems unsplit on every
 -- rank: after 100 sweeps the gathered lattices and the observables must be identical, for
 -- L = 22 (rows that do not divide evenly, one site at a time) and L = 40 (four sites a word),
--- Metropolis and heat bath, and a two-temperature ensemble with exchanges. Rank 0 writes the
+-- Metropolis and heat bath, and a two-temperature ensemble with exchanges; sys.halo and the
+-- halo key's checks. (tests/gpu/potts_mpi.sh does the same on GPUs.) Rank 0 writes the
 -- lattices to OUT (tests/mpi/potts_split.sh compares the files of 1 to 4 ranks) and saves the
 -- first system to OUT.ckpt. With CHECKPOINT, a checkpoint saved on another number of ranks is
 -- loaded here, split over these ranks, and must continue as the unsplit system does.
@@ -32,7 +33,9 @@ for _, c in ipairs(cases) do
   local a, b = carlo.potts(split_args), carlo.potts(whole_args)
   first = first or a
   check(c.name .. "_split", a.decomposed and not b.decomposed and
-    a.rows[2] - a.rows[1] + 1 >= c.args.L // n, "not decomposed")
+    a.rows[2] - a.rows[1] + 1 >= c.args.L // n and a.halo == "host" and b.halo == "none" and
+    tostring(a):find(("rows %d-%d on rank %d of %d"):format(a.rows[1], a.rows[2], me, n), 1, true),
+    "not decomposed, or sys.halo / tostring wrong: " .. tostring(a))
   a:run{ sweeps = 100 }
   b:run{ sweeps = 100 }
   local la, lb = lattice(a), lattice(b)
@@ -64,6 +67,17 @@ carlo.advance(sa, 50)
 carlo.advance(wa, 50)
 check("advance_together", lattice(sa[1]) == lattice(wa[1]) and lattice(sa[2]) == lattice(wa[2]) and
   lattice(sa[3]) == lattice(wa[3]), "split systems advanced together differ from the unsplit ones")
+
+-- halo = "direct" is for GPU systems only; a bad halo is named
+do
+  local ok, err = pcall(carlo.potts, { L = 8, q = 3, T = 1, seed = 1, decompose = true,
+                                       device = "cpu", halo = "direct" })
+  check("halo_direct_cpu_refused", not ok and tostring(err):find('halo = "direct" is for a decomposed GPU', 1, true),
+    tostring(err))
+  ok, err = pcall(carlo.potts, { L = 8, q = 3, T = 1, seed = 1, decompose = true, halo = "fast" })
+  check("halo_bad_named", not ok and tostring(err):find('halo must be one of "auto", "staged", "direct" (got "fast")', 1, true),
+    tostring(err))
+end
 
 -- a checkpoint: written by rank 0 after a gather
 first:save(out .. ".ckpt")
