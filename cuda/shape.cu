@@ -1,7 +1,9 @@
 /* shape.cu — the CUDA backend of hard convex shapes: one thread per active cell running
  * shape_cell_update (src/shape/shape_kernel.h, the code the CPU runs, in the same double
  * arithmetic without contraction, so the chains are bit-identical), the shape handed to every
- * launch as a __grid_constant__ parameter (constant memory), and the shared cell shift. */
+ * launch as a __grid_constant__ parameter (constant memory), the shared cell shift, and the
+ * trial of a length or shear move of the box (the cells re-cut on the device and checked there
+ * with the kernels' overlap test, shape_cell_overlaps). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +17,17 @@ extern "C" {
 
 namespace {
 
-/* Move counters (translations tried, accepted, rotations tried, accepted) and the shift's
- * overflow flag, one allocation. */
+/* Move counters (translations tried, accepted, rotations tried, accepted), the shift's
+ * overflow flag and a box-move trial's overflow and overlap flags, one allocation. */
 struct dev_counters {
     unsigned long long n[4];
     unsigned int flag;
+    unsigned int rflag, over;
 };
 
 struct gpu_impl {
     carlo_cell_data cur, spare;
+    carlo_cell_grid cur_grid, spare_grid; /* the grids the storages were allocated for */
     dev_counters *ctr;
 };
 
@@ -46,6 +50,37 @@ __global__ void __launch_bounds__(128) subsweep_kernel(const __grid_constant__ s
             atomicAdd(&ctr->n[k], (unsigned long long)c[k]);
 }
 
+/* A box-move trial's check: one thread per cell of the re-gridded storage. */
+__global__ void __launch_bounds__(128) overlap_kernel(const __grid_constant__ shape_def sh, carlo_cell_grid g,
+                                                      const float *pos, const uint32_t *aux, const uint32_t *count,
+                                                      shape_moves mv, dev_counters *ctr)
+{
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= g.ncells)
+        return;
+    int xyz[3];
+    carlo_cell_coords(&g, c, xyz);
+    if (shape_cell_overlaps(&sh, &g, pos, aux, count, xyz, &mv))
+        atomicOr(&ctr->over, 1u);
+}
+
+bool same_size(const carlo_cell_grid *a, const carlo_cell_grid *b)
+{
+    return a->dim == b->dim && a->ncells == b->ncells && a->nmax == b->nmax && a->naux == b->naux;
+}
+
+/* Device storage d (allocated for *have) made fit for grid g (every slot empty when new). */
+int fit_dev(carlo_cell_data *d, carlo_cell_grid *have, const carlo_cell_grid *g)
+{
+    if (d->pos && same_size(have, g))
+        return 0;
+    carlo_cells_dev_free(d);
+    if (carlo_cells_dev_alloc(g, d))
+        return -1;
+    *have = *g;
+    return 0;
+}
+
 int gpu_create(shape_system *s)
 {
     gpu_impl *g = static_cast<gpu_impl *>(carlo_calloc(1, sizeof(gpu_impl), "the hard-shape GPU backend"));
@@ -54,7 +89,7 @@ int gpu_create(shape_system *s)
     s->impl = g;
     CK_MALLOC(&g->ctr, sizeof(dev_counters), "move counters");
     CK(cudaMemset(g->ctr, 0, sizeof(dev_counters)));
-    if (carlo_cells_dev_alloc(&s->grid, &g->cur) || carlo_cells_dev_alloc(&s->grid, &g->spare))
+    if (fit_dev(&g->cur, &g->cur_grid, &s->grid) || fit_dev(&g->spare, &g->spare_grid, &s->grid))
         return -1;
     return 0;
 }
@@ -101,14 +136,49 @@ int check_flag(gpu_impl *g)
     return 0;
 }
 
+void swap_data(gpu_impl *g)
+{
+    const carlo_cell_data t = g->cur;
+    const carlo_cell_grid tg = g->cur_grid;
+    g->cur = g->spare;
+    g->cur_grid = g->spare_grid;
+    g->spare = t;
+    g->spare_grid = tg;
+}
+
 int gpu_shift(shape_system *s, carlo_cell_shift sh)
 {
     gpu_impl *g = impl(s);
-    if (carlo_cells_dev_shift(&s->grid, &g->cur, &g->spare, sh, &g->ctr->flag, 0))
+    if (fit_dev(&g->spare, &g->spare_grid, &s->grid) || /* the old grid's after a box move */
+        carlo_cells_dev_shift(&s->grid, &g->cur, &g->spare, sh, &g->ctr->flag, 0))
         return -1;
-    carlo_cell_data t = g->cur;
-    g->cur = g->spare;
-    g->spare = t;
+    swap_data(g);
+    return 0;
+}
+
+/* A box move's trial: the cells re-cut into the spare storage for grid ng and checked there,
+ * one wait for the device (a cell that overflowed holds nmax particles: the check of the rest
+ * is wasted but harmless). */
+int gpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const double lam[3], shape_moves mv, int *bad)
+{
+    gpu_impl *g = impl(s);
+    if (fit_dev(&g->spare, &g->spare_grid, ng))
+        return -1;
+    CK(cudaMemset(&g->ctr->rflag, 0, 2 * sizeof(unsigned int)));
+    if (carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0))
+        return -1;
+    const unsigned threads = 128, blocks = (unsigned)((ng->ncells + threads - 1) / threads);
+    overlap_kernel<<<blocks, threads>>>(s->shape, *ng, g->spare.pos, g->spare.aux, g->spare.count, mv, g->ctr);
+    CK_LAUNCH("overlap_kernel");
+    unsigned int f[2] = {0, 0};
+    CK(cudaMemcpy(f, &g->ctr->rflag, sizeof f, cudaMemcpyDeviceToHost));
+    *bad = (f[0] | f[1]) != 0;
+    return 0;
+}
+
+int gpu_scale_commit(shape_system *s)
+{
+    swap_data(impl(s));
     return 0;
 }
 
@@ -133,4 +203,5 @@ int gpu_sync(shape_system *s)
 
 extern "C" const shape_backend shape_cuda_backend = {
     gpu_create, gpu_destroy, gpu_upload, gpu_download, gpu_subsweep, gpu_shift, gpu_counts, gpu_sync,
+    gpu_scale_trial, gpu_scale_commit,
 };

@@ -26,6 +26,23 @@ int carlo_box_check(const carlo_box *b)
     return 0;
 }
 
+void carlo_box_heights(const carlo_box *b, double h[3])
+{
+    h[0] = b->L[0];
+    h[1] = b->L[1];
+    h[2] = b->L[2];
+    if (carlo_box_orthorhombic(b))
+        return;
+    if (b->dim == 2) {
+        h[0] = b->L[0] / sqrt(1.0 + b->xy * b->xy);
+        return;
+    }
+    /* a2 x a3 = Ly Lz (1, -xy, xy yz - xz), a3 x a1 = Lz Lx (0, 1, -yz), a1 x a2 = Lx Ly (0, 0, 1) */
+    const double t = b->xy * b->yz - b->xz;
+    h[0] = b->L[0] / sqrt(1.0 + b->xy * b->xy + t * t);
+    h[1] = b->L[1] / sqrt(1.0 + b->yz * b->yz);
+}
+
 void carlo_box_gsd(const carlo_box *b, double out[6])
 {
     out[0] = b->L[0];

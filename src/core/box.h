@@ -85,11 +85,35 @@ CARLO_HD void carlo_box_wrap(const carlo_box *b, double x[3])
     carlo_box_from_fractional(b, f, x);
 }
 
+/* Skew coordinates s = (f0 Lx, f1 Ly, f2 Lz): the fractional coordinates in lengths, in which a
+ * triclinic box is the orthorhombic box of sides L. A position is x = s0 + xy s1 + xz s2,
+ * y = s1 + yz s2, z = s2 (HOOMD's makeCoordinates); the skew of a separation is the separation
+ * of the skews, and a lattice vector's is L along one axis. */
+CARLO_HD void carlo_box_skew_to_pos(const carlo_box *b, const double s[3], double x[3])
+{
+    const double s0 = s[0], s1 = s[1], s2 = b->dim == 3 ? s[2] : 0.0;
+    x[0] = s0 + b->xy * s1 + b->xz * s2;
+    x[1] = s1 + b->yz * s2;
+    x[2] = s2;
+}
+
+CARLO_HD void carlo_box_pos_to_skew(const carlo_box *b, const double x[3], double s[3])
+{
+    const double z = b->dim == 3 ? x[2] : 0.0;
+    const double y = x[1] - b->yz * z;
+    s[0] = x[0] - b->xy * y - b->xz * z;
+    s[1] = y;
+    s[2] = z;
+}
+
 /* ---- host functions (box.c) ---- */
 /* An orthorhombic box with sides L[0..dim-1] (Lz = 0 in 2D). */
 carlo_box carlo_box_make(int dim, const double *L);
 /* 0, or -1 with a message naming the bad value (dim, non-finite or non-positive sides). */
 int carlo_box_check(const carlo_box *b);
+/* The box's widths between opposite faces (the distance between the planes f_a = const and
+ * f_a + 1): L itself for an orthorhombic box. */
+void carlo_box_heights(const carlo_box *b, double h[3]);
 /* The six GSD numbers Lx Ly Lz xy xz yz. */
 void carlo_box_gsd(const carlo_box *b, double out[6]);
 

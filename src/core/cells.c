@@ -17,20 +17,11 @@ static int fits(double L, int64_t m, double w_min, double w_max)
     return w >= w_min && w < w_max;
 }
 
-int carlo_cells_plan(carlo_cell_grid *g, const carlo_box *b, double w_min, double w_max,
-                     double w_pref, int nmax, int naux)
+/* The plan along each axis a of the box's sides L (tilts ignored) with cell widths in
+ * [wmin[a], wmax[a]) closest to wpref[a]. */
+static int plan_axes(carlo_cell_grid *g, const carlo_box *b, const double *wmin, const double *wmax,
+                     const double *wpref, int nmax, int naux)
 {
-    memset(g, 0, sizeof *g);
-    if (carlo_box_check(b))
-        return -1;
-    if (!carlo_box_orthorhombic(b))
-        return carlo_seterr("the cell grid needs an orthorhombic box (xy = xz = yz = 0)");
-    if (!(w_min > 0) || !(w_max > w_min) || !isfinite(w_min))
-        return carlo_seterr("cell widths need 0 < w_min < w_max (got %g, %g)", w_min, w_max);
-    if (nmax < 1 || nmax > CARLO_CELL_NMAX_LIMIT)
-        return carlo_seterr("cells hold 1 to %d particles (got %d)", CARLO_CELL_NMAX_LIMIT, nmax);
-    if (naux < 0 || naux > 8)
-        return carlo_seterr("a particle carries 0 to 8 words besides its position (got %d)", naux);
     g->dim = b->dim;
     g->nmax = nmax;
     g->naux = naux;
@@ -44,7 +35,7 @@ int carlo_cells_plan(carlo_cell_grid *g, const carlo_box *b, double w_min, doubl
             g->w_in[a] = 1.0f;
             continue;
         }
-        double L = b->L[a];
+        const double L = b->L[a], w_min = wmin[a], w_max = wmax[a], w_pref = wpref[a];
         if (L / w_min > 1e9)
             return carlo_seterr("box L%c = %g is too long for cells of width %g", AXES[a], L, w_min);
         int64_t hi = (int64_t)floor(L / w_min);
@@ -96,15 +87,69 @@ int carlo_cells_plan(carlo_cell_grid *g, const carlo_box *b, double w_min, doubl
         g->w[a] = (float)(wq * (double)g->q);
         g->width[a] = (double)g->w[a];
         g->w_in[a] = g->w[a] - g->q;
-        if (!(g->width[a] >= w_min) || !(g->width[a] < w_max))
+        if (!(g->width[a] >= wmin[a]) || !(g->width[a] < wmax[a]))
             return carlo_seterr("box L%c = %.17g: the cell width %.9g left [%g, %g) when rounded to "
-                                "a multiple of %g", AXES[a], b->L[a], g->width[a], w_min, w_max,
+                                "a multiple of %g", AXES[a], b->L[a], g->width[a], wmin[a], wmax[a],
                                 (double)g->q);
     }
     for (int a = b->dim; a < 3; a++)
         g->wq[a] = 1;
     if (g->ncells > (int64_t)UINT32_MAX)
         return carlo_seterr("%lld cells are more than 2^32 - 1", (long long)g->ncells);
+    return 0;
+}
+
+static int plan_check(carlo_cell_grid *g, const carlo_box *b, double w_min, double w_max, int nmax,
+                      int naux)
+{
+    memset(g, 0, sizeof *g);
+    if (carlo_box_check(b))
+        return -1;
+    if (!(w_min > 0) || !(w_max > w_min) || !isfinite(w_min))
+        return carlo_seterr("cell widths need 0 < w_min < w_max (got %g, %g)", w_min, w_max);
+    if (nmax < 1 || nmax > CARLO_CELL_NMAX_LIMIT)
+        return carlo_seterr("cells hold 1 to %d particles (got %d)", CARLO_CELL_NMAX_LIMIT, nmax);
+    if (naux < 0 || naux > 8)
+        return carlo_seterr("a particle carries 0 to 8 words besides its position (got %d)", naux);
+    return 0;
+}
+
+int carlo_cells_plan(carlo_cell_grid *g, const carlo_box *b, double w_min, double w_max,
+                     double w_pref, int nmax, int naux)
+{
+    if (plan_check(g, b, w_min, w_max, nmax, naux))
+        return -1;
+    if (!carlo_box_orthorhombic(b))
+        return carlo_seterr("the cell grid needs an orthorhombic box (xy = xz = yz = 0)");
+    const double lo[3] = {w_min, w_min, w_min}, hi[3] = {w_max, w_max, w_max},
+                 pref[3] = {w_pref, w_pref, w_pref};
+    return plan_axes(g, b, lo, hi, pref, nmax, naux);
+}
+
+int carlo_cells_plan_skew(carlo_cell_grid *g, const carlo_box *b, double w_min, double w_max,
+                          double w_pref, int nmax, int naux)
+{
+    if (plan_check(g, b, w_min, w_max, nmax, naux))
+        return -1;
+    double h[3], lo[3], hi[3], pref[3];
+    carlo_box_heights(b, h);
+    for (int a = 0; a < 3; a++) {
+        const double r = a < b->dim ? b->L[a] / h[a] : 1.0; /* >= 1: skew width per face distance */
+        lo[a] = w_min * r;
+        hi[a] = w_max * r;
+        pref[a] = w_pref * r;
+    }
+    if (plan_axes(g, b, lo, hi, pref, nmax, naux)) {
+        int thin = 0;
+        for (int a = 0; a < b->dim; a++)
+            thin |= !(h[a] / 2.0 >= w_min);
+        if (carlo_box_orthorhombic(b) || !thin)
+            return -1;
+        return carlo_seterr("the tilted box (Lx, Ly, Lz = %.9g, %.9g, %.9g, xy, xz, yz = %.9g, %.9g, %.9g) "
+                            "is too thin between its faces (%.9g, %.9g, %.9g) for two cells %g wide "
+                            "along each axis", b->L[0], b->L[1], b->L[2], b->xy, b->xz, b->yz, h[0], h[1],
+                            b->dim == 3 ? h[2] : 0.0, w_min);
+    }
     return 0;
 }
 

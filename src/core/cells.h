@@ -17,6 +17,13 @@
 int carlo_cells_plan(carlo_cell_grid *g, const carlo_box *b, double w_min, double w_max,
                      double w_pref, int nmax, int naux);
 
+/* The same for a triclinic box, cut in its skew coordinates (box.h): m[a] cells along lattice
+ * vector a, parallelepipeds whose distance between opposite faces is at least w_min (w_pref
+ * and w_max likewise); exactly carlo_cells_plan for an orthorhombic box. The grid's widths are
+ * skew widths (cells of L / m along each axis of the skew coordinates). */
+int carlo_cells_plan_skew(carlo_cell_grid *g, const carlo_box *b, double w_min, double w_max,
+                          double w_pref, int nmax, int naux);
+
 /* The box a grid cuts (orthorhombic, L = m * width). */
 carlo_box carlo_cells_box(const carlo_cell_grid *g);
 

@@ -68,7 +68,9 @@ int carlo_steinhardt(const carlo_box *b, int64_t N, const double *x, double rc, 
 {
     if (b->dim != 3)
         return carlo_seterr("Q4 and Q6 are the bond order of a 3D system");
-    const double half = 0.5 * fmin(b->L[0], fmin(b->L[1], b->L[2]));
+    double h[3];
+    carlo_box_heights(b, h); /* L for an orthorhombic box */
+    const double half = 0.5 * fmin(h[0], fmin(h[1], h[2]));
     if (!(rc > 0) || rc > half)
         return carlo_seterr("the Steinhardt cutoff rc must be > 0 and at most half the box, %g (got %g)",
                             half, rc);

@@ -1,7 +1,9 @@
 /* shape.c — the hard-shape system on the CPU: the cell grid planned from the circumsphere, the
  * initial configurations, checkerboard sweeps (MPMC Algorithm 1: shuffled sets, the cell
  * updates of shape_kernel.h over the active cells with OpenMP, a random cell shift), the
- * serial reference chain, positions by tag, overlap checks and move-size tuning. */
+ * serial reference chain, positions by tag, overlap checks, NPT box moves and move-size tuning.
+ * In a triclinic box the cells hold skew coordinates (core/box.h) and the kernels turn their
+ * separations into vectors with the box's tilts. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,21 @@ static int plan(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, doub
 {
     const double w_min = 2.0 * s->R * (1.0 + 1e-6);
     const int naux = shape_naux(b->dim);
+    if (!carlo_box_orthorhombic(b)) {
+        /* parallelepipeds at least w_min thick between faces; at most the centres whose shapes
+         * fit the cell pushed out by R across every face (heights hc + 2 R) */
+        if (carlo_cells_plan_skew(g, b, w_min, INFINITY, w_min, 1, naux))
+            return -1;
+        double h[3], by_volume = 1;
+        carlo_box_heights(b, h);
+        for (int a = 0; a < b->dim; a++) {
+            const double hc = g->width[a] * h[a] / b->L[a];
+            by_volume *= g->width[a] * (hc + 2.0 * s->R) / hc;
+        }
+        by_volume = floor(by_volume / v1);
+        int nmax = by_volume > CARLO_CELL_NMAX_LIMIT ? CARLO_CELL_NMAX_LIMIT : (int)(by_volume < 1 ? 1 : by_volume);
+        return carlo_cells_plan_skew(g, b, w_min, INFINITY, w_min, nmax, naux);
+    }
     if (carlo_cells_plan(g, b, w_min, INFINITY, w_min, 1, naux))
         return -1;
     double by_boxes = 1, by_volume = 1;
@@ -36,6 +53,39 @@ static int plan(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, doub
     double n = fmin(by_boxes, by_volume);
     int nmax = n > CARLO_CELL_NMAX_LIMIT ? CARLO_CELL_NMAX_LIMIT : (int)(n < 1 ? 1 : n);
     return carlo_cells_plan(g, b, w_min, INFINITY, w_min, nmax, naux);
+}
+
+static int same_size(const carlo_cell_grid *a, const carlo_cell_grid *b)
+{
+    return a->dim == b->dim && a->ncells == b->ncells && a->nmax == b->nmax && a->naux == b->naux;
+}
+
+/* Host storage d (allocated for grid *have) made fit for grid g: reallocated, every slot empty,
+ * when the sizes differ (after a box move re-gridded the cells, the spare storage is the old
+ * grid's). */
+static int fit_host(carlo_cell_data *d, carlo_cell_grid *have, const carlo_cell_grid *g)
+{
+    if (d->pos && same_size(have, g))
+        return 0;
+    carlo_cell_data_free(d);
+    if (carlo_cell_data_alloc(g, d))
+        return -1;
+    *have = *g;
+    return 0;
+}
+
+/* The box of record: the grid's sides (exact multiples of the cell widths) with the tilts of
+ * b; the kernels' copy of the tilts. */
+static void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const carlo_box *b)
+{
+    s->box = carlo_cells_box(g);
+    s->box.xy = b->xy;
+    s->box.xz = b->xz;
+    s->box.yz = b->yz;
+    s->mv.skew = !carlo_box_orthorhombic(&s->box);
+    s->mv.tilt[0] = s->box.xy;
+    s->mv.tilt[1] = s->box.xz;
+    s->mv.tilt[2] = s->box.yz;
 }
 
 shape_system *shape_alloc(const shape_params *p)
@@ -53,13 +103,15 @@ shape_system *shape_alloc(const shape_params *p)
     s->shape = *p->shape;
     s->volume1 = p->volume1;
     s->what = p->what;
-    s->box = carlo_cells_box(&g);
+    shape_box_of_grid(s, &g, &p->box);
     s->grid = g;
     s->seed = p->seed;
     s->device = CARLO_CPU;
     s->serial = p->serial;
     s->dlnV = 0.1 / (double)p->N;
     s->volume_moves = 1;
+    s->dlnL = 0.1 / (double)p->N;
+    s->dtilt = 0.1 / (double)p->N;
     if (p->device == CARLO_GPU) {
         if (!shape_gpu_backend || p->serial) {
             carlo_seterr(p->serial ? "the serial reference runs on the CPU only"
@@ -82,7 +134,7 @@ shape_system *shape_alloc(const shape_params *p)
             shape_destroy(s);
             return NULL;
         }
-    } else if (carlo_cell_data_alloc(&s->grid, &s->cur) || carlo_cell_data_alloc(&s->grid, &s->spare) ||
+    } else if (fit_host(&s->cur, &s->cur_alloc, &s->grid) || fit_host(&s->spare, &s->spare_alloc, &s->grid) ||
                (s->be && s->be->create(s))) {
         shape_destroy(s);
         return NULL;
@@ -165,7 +217,7 @@ int shape_set_moves(shape_system *s, double delta, double rotate)
 
 /* ---------- placing particles ---------- */
 
-static void wrap_box(const carlo_box *b, int dim, double *x)
+static void wrap_skew(const carlo_box *b, int dim, double *x)
 {
     for (int a = 0; a < dim; a++) {
         double L = b->L[a], v = x[a] + 0.5 * L;
@@ -173,6 +225,33 @@ static void wrap_box(const carlo_box *b, int dim, double *x)
         if (v >= L)
             v = 0;
         x[a] = v - 0.5 * L;
+    }
+}
+
+/* A position into the box: skew coordinates in [-L/2, L/2). */
+static void wrap_box(const carlo_box *b, int dim, double *x)
+{
+    if (carlo_box_orthorhombic(b)) {
+        wrap_skew(b, dim, x);
+        return;
+    }
+    double sk[3];
+    carlo_box_pos_to_skew(b, x, sk);
+    wrap_skew(b, dim, sk);
+    carlo_box_skew_to_pos(b, sk, x);
+    if (dim == 2)
+        x[2] = 0;
+}
+
+/* Skew coordinates (the starts' lattices and random points, cut from the box's sides) into
+ * positions; nothing in an orthorhombic box. */
+static void skew_all(const carlo_box *b, int64_t N, double *x)
+{
+    if (carlo_box_orthorhombic(b))
+        return;
+    for (int64_t k = 0; k < N; k++) {
+        double sk[3] = {x[3 * k], x[3 * k + 1], x[3 * k + 2]};
+        carlo_box_skew_to_pos(b, sk, x + 3 * k);
     }
 }
 
@@ -218,6 +297,11 @@ static int place(shape_system *s, const double *x, const uint32_t *ori)
         goto out;
     }
     for (int64_t k = 0; k < N; k++) {
+        if (!carlo_box_orthorhombic(&s->box)) { /* the cells hold skew coordinates */
+            double sk[3];
+            carlo_box_pos_to_skew(&s->box, r + 3 * k, sk);
+            memcpy(r + 3 * k, sk, sizeof sk);
+        }
         for (int a = 0; a < dim; a++)
             r[3 * k + a] += 0.5 * s->box.L[a];
         aux[(size_t)k * (size_t)naux] = (uint32_t)k;
@@ -282,6 +366,7 @@ static int random_start(shape_system *s, double *x, uint32_t *ori)
             double f[3] = {carlo_u01(r.v[0], r.v[1]), carlo_u01(r.v[2], r.v[3]), carlo_u01(q.v[0], q.v[1])};
             for (int a = 0; a < 3; a++)
                 x[3 * k + a] = a < s->dim ? (f[a] - 0.5) * s->box.L[a] : 0.0;
+            skew_all(&s->box, 1, x + 3 * k);
             random_orient(s->dim, s->seed, (uint64_t)k, attempt, ori + 4 * k);
             if (!shape_plain_hits(&pl, &s->shape, x + 3 * k, ori + 4 * k, ori, -1))
                 break;
@@ -398,19 +483,24 @@ shape_system *shape_create(const shape_params *p)
             rc = 0;
         } else if (p->init == SHAPE_INIT_LATTICE) {
             lattice_start(s, x, ori);
+            skew_all(&s->box, s->N, x);
             rc = 0;
         } else if (p->init == SHAPE_INIT_BCC) {
             rc = s->dim == 3 && shape_bcc_n(s->N) ? 0
                                                   : carlo_seterr("a bcc start needs N = 2 n^3 in 3D (got N = %lld)",
                                                                  (long long)s->N);
-            if (rc == 0)
+            if (rc == 0) {
                 bcc_start(s, x, ori);
+                skew_all(&s->box, s->N, x);
+            }
         } else if (p->init == SHAPE_INIT_FCC) {
             rc = s->dim == 3 && shape_fcc_n(s->N) ? 0
                                                   : carlo_seterr("an fcc start needs N = 4 n^3 in 3D (got N = %lld)",
                                                                  (long long)s->N);
-            if (rc == 0)
+            if (rc == 0) {
                 fcc_start(s, x, ori);
+                skew_all(&s->box, s->N, x);
+            }
         } else {
             rc = random_start(s, x, ori);
         }
@@ -481,7 +571,8 @@ int shape_shift_cells(shape_system *s)
         if (s->be->shift(s, sh))
             return gpu_failed(s);
     } else {
-        if (carlo_cells_shift_host(&s->grid, &s->cur, &s->spare, sh))
+        if (fit_host(&s->spare, &s->spare_alloc, &s->grid) ||
+            carlo_cells_shift_host(&s->grid, &s->cur, &s->spare, sh))
             return -1;
         carlo_cell_data t = s->cur;
         s->cur = s->spare;
@@ -533,10 +624,9 @@ static void serial_move(shape_system *s, uint64_t k)
         if (j == i)
             continue;
         double d[3] = {0, 0, 0};
-        for (int a = 0; a < dim; a++) {
+        for (int a = 0; a < dim; a++)
             d[a] = s->x[3 * j + a] - t[a];
-            d[a] -= s->box.L[a] * rint(d[a] / s->box.L[a]);
-        }
+        shape_min_image(&s->box, d);
         if (!(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < R2))
             continue;
         shape_rot rj;
@@ -552,7 +642,7 @@ static void serial_move(shape_system *s, uint64_t k)
 static int volume_moves(shape_system *s)
 {
     for (int k = 0; s->npt && k < s->volume_moves; k++)
-        if (shape_volume_move(s))
+        if (s->box_moves == SHAPE_BOX_ISOTROPIC ? shape_volume_move(s) : shape_box_move(s))
             return -1;
     return 0;
 }
@@ -614,6 +704,10 @@ int shape_state(shape_system *s, double *x, uint32_t *ori)
                 if (a < s->dim)
                     v = v - floor(v / s->box.L[a]) * s->box.L[a] - 0.5 * s->box.L[a];
                 x[3 * (int64_t)tag + a] = v;
+            }
+            if (s->mv.skew) { /* skew coordinates into the position */
+                double sk[3] = {x[3 * (int64_t)tag], x[3 * (int64_t)tag + 1], x[3 * (int64_t)tag + 2]};
+                carlo_box_skew_to_pos(&s->box, sk, x + 3 * (int64_t)tag);
             }
         }
         if (ori)
@@ -713,7 +807,7 @@ int shape_verify(shape_system *s)
 
 /* Re-plan the grid for box nb (storage reallocated when its shape changes; a GPU system's
  * device storage too, its counts kept). The particles are placed afterwards. */
-static int set_grid(shape_system *s, const carlo_cell_grid *pg)
+static int set_grid(shape_system *s, const carlo_cell_grid *pg, const carlo_box *tilts)
 {
     const carlo_cell_grid g = *pg;
     if (!s->serial && (g.ncells != s->grid.ncells || g.nmax != s->grid.nmax)) {
@@ -724,16 +818,16 @@ static int set_grid(shape_system *s, const carlo_cell_grid *pg)
             memcpy(s->cnt, c, sizeof c);
             s->be->destroy(s);
         }
-        carlo_cell_data_free(&s->cur);
-        carlo_cell_data_free(&s->spare);
         s->grid = g;
-        if (carlo_cell_data_alloc(&g, &s->cur) || carlo_cell_data_alloc(&g, &s->spare))
+        if (fit_host(&s->cur, &s->cur_alloc, &g) || fit_host(&s->spare, &s->spare_alloc, &g))
             return -1;
         if (s->be && s->be->create(s))
             return gpu_failed(s);
     }
+    if (!s->serial && (fit_host(&s->cur, &s->cur_alloc, &g) || fit_host(&s->spare, &s->spare_alloc, &g)))
+        return -1;
     s->grid = g;
-    s->box = carlo_cells_box(&g);
+    shape_box_of_grid(s, &g, tilts);
     double wmin = g.width[0];
     for (int a = 1; a < s->dim; a++)
         wmin = fmin(wmin, g.width[a]);
@@ -747,7 +841,7 @@ static int set_box(shape_system *s, const carlo_box *nb)
     carlo_cell_grid g;
     if (plan(&g, nb, &s->shape, s->volume1))
         return -1;
-    return set_grid(s, &g);
+    return set_grid(s, &g, nb);
 }
 
 /* ---------- NPT ---------- */
@@ -768,11 +862,62 @@ int shape_set_pressure(shape_system *s, double pressure)
     return 0;
 }
 
+/* Centres x of box ob carried to box nb through their fractional coordinates (the skew
+ * coordinates scaled by nb's sides over ob's; in orthorhombic boxes the centres scaled). */
+static void carry(const carlo_box *ob, const carlo_box *nb, int dim, int64_t N, const double *x, double *y)
+{
+    if (carlo_box_orthorhombic(ob) && carlo_box_orthorhombic(nb)) {
+        for (int64_t k = 0; k < N; k++)
+            for (int a = 0; a < 3; a++)
+                y[3 * k + a] = a < dim ? x[3 * k + a] * (nb->L[a] / ob->L[a]) : 0.0;
+        return;
+    }
+    for (int64_t k = 0; k < N; k++) {
+        double sk[3];
+        carlo_box_pos_to_skew(ob, x + 3 * k, sk);
+        for (int a = 0; a < 3; a++)
+            sk[a] = a < dim ? sk[a] * (nb->L[a] / ob->L[a]) : 0.0;
+        carlo_box_skew_to_pos(nb, sk, y + 3 * k);
+    }
+}
+
+/* The configuration carried into box nb (proposed: its sides those of grid g) and described in
+ * box rb (nb itself, or its lattice reduction: the same lattice, so the same configuration),
+ * the overlap check of the carried centres, and on success the cells re-gridded (grid g for rb)
+ * with the particles placed anew (host side, on every backend: the same chain on the CPU and
+ * the GPU). *done: 1 when the move was realized. */
+static int realize_box(shape_system *s, const carlo_cell_grid *g, const carlo_box *nb, const carlo_box *rb,
+                       int *done)
+{
+    const int64_t N = s->N;
+    *done = 0;
+    double *x = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
+    double *y = x ? carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions") : NULL;
+    uint32_t *o = y ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations") : NULL;
+    int rc = o ? shape_state(s, x, o) : -1;
+    int64_t count = 0, pairs[2];
+    if (rc == 0) {
+        carry(&s->box, nb, s->dim, N, x, y);
+        rc = shape_overlaps_of(&s->shape, rb, N, y, o, &count, pairs, 1);
+    }
+    if (rc == 0 && count == 0) {
+        const carlo_cell_grid old = s->grid;
+        const carlo_box ob = s->box;
+        if (set_grid(s, g, rb) == 0 && place(s, y, o) == 0)
+            *done = 1;
+        else if (set_grid(s, &old, &ob) || place(s, x, o)) /* refused in single precision: back */
+            rc = -1;
+    }
+    free(x);
+    free(y);
+    free(o);
+    return rc;
+}
+
 /* A move of ln V by a uniform amount in [-dlnV, dlnV], realized on the grid planned for the new
  * box (its widths exact, so the realized volume is the one the acceptance sees, as the hard
  * disks do): first the pressure test, then the centres scaled (orientations kept) and checked for
- * overlaps; an accepted box re-grids the cells and places the particles anew (host side, on
- * every backend: the same chain on the CPU and the GPU). */
+ * overlaps; an accepted box re-grids the cells and places the particles anew. */
 int shape_volume_move(shape_system *s)
 {
     if (carlo_sys_alive(&s->sys))
@@ -788,33 +933,180 @@ int shape_volume_move(shape_system *s)
     if (plan(&g, &nb, &s->shape, s->volume1)) /* rejecting would truncate the volume distribution */
         return carlo_seterr("NPT: the box side reached %.6g, which has no cell grid of cells %.6g wide: "
                             "simulate more particles", nb.L[0], 2.0 * s->shape.R);
-    const carlo_box real = carlo_cells_box(&g);
+    carlo_box real = carlo_cells_box(&g);
+    real.xy = s->box.xy;
+    real.xz = s->box.xz;
+    real.yz = s->box.yz;
     const double V = carlo_box_volume(&s->box), Vn = carlo_box_volume(&real);
     if (!shape_volume_accept(s->pressure, s->N, V, Vn, carlo_u01(r.v[2], r.v[3])))
         return 0;
-    const int64_t N = s->N;
-    double *x = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
-    double *y = x ? carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions") : NULL;
-    uint32_t *o = y ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations") : NULL;
-    int rc = o ? shape_state(s, x, o) : -1;
-    int64_t count = 0, pairs[2];
-    if (rc == 0) {
-        for (int64_t k = 0; k < N; k++)
-            for (int a = 0; a < 3; a++)
-                y[3 * k + a] = a < s->dim ? x[3 * k + a] * (real.L[a] / s->box.L[a]) : 0.0;
-        rc = shape_overlaps_of(&s->shape, &real, N, y, o, &count, pairs, 1);
-    }
-    if (rc == 0 && count == 0) {
-        const carlo_cell_grid old = s->grid;
-        if (set_grid(s, &g) == 0 && place(s, y, o) == 0)
-            s->vcnt[1]++;
-        else if (set_grid(s, &old) || place(s, x, o)) /* refused in single precision: back */
-            rc = -1;
-    }
-    free(x);
-    free(y);
-    free(o);
+    int done;
+    int rc = realize_box(s, &g, &real, &real, &done);
+    if (done)
+        s->vcnt[1]++;
     return rc;
+}
+
+/* The CPU's trial of a box move: the spare storage fit for ng, the cells re-cut into it, every
+ * cell checked with the new tilts. */
+static int cpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const double lam[3], shape_moves mv, int *bad)
+{
+    *bad = 0;
+    if (fit_host(&s->spare, &s->spare_alloc, ng))
+        return -1;
+    if (carlo_cells_regrid_host(&s->grid, &s->cur, ng, &s->spare, lam)) {
+        *bad = 1; /* a cell over its bound on non-overlapping centres */
+        return 0;
+    }
+    const carlo_cell_grid g = *ng;
+    const shape_def *sh = &s->shape;
+    const float *pos = s->spare.pos;
+    const uint32_t *aux = s->spare.aux, *count = s->spare.count;
+    int over = 0;
+#pragma omp parallel for schedule(dynamic, 64) reduction(| : over) if (g.ncells > 256)
+    for (int64_t c = 0; c < g.ncells; c++) {
+        int xyz[3];
+        carlo_cell_coords(&g, c, xyz);
+        over |= shape_cell_overlaps(sh, &g, pos, aux, count, xyz, &mv);
+    }
+    *bad = over;
+    return 0;
+}
+
+/* A box move realized on the cells (no lattice reduction): the cells scaled by the sides' ratios
+ * and re-cut into grid g (a pure function of the cells, the same on every backend), checked
+ * with the kernels' own overlap test in the new box nb, then made the cells; the grid's origin
+ * scales with them, so every centre keeps its fractional coordinates. */
+static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box *nb, int *done)
+{
+    double lam[3] = {1.0, 1.0, 1.0};
+    for (int a = 0; a < s->dim; a++)
+        lam[a] = nb->L[a] / s->box.L[a];
+    shape_moves mv = s->mv;
+    mv.skew = !carlo_box_orthorhombic(nb);
+    mv.tilt[0] = nb->xy;
+    mv.tilt[1] = nb->xz;
+    mv.tilt[2] = nb->yz;
+    int bad = 0;
+    *done = 0;
+    if (s->be) {
+        if (s->be->scale_trial(s, g, lam, mv, &bad) || (!bad && s->be->scale_commit(s)))
+            return gpu_failed(s);
+    } else {
+        if (cpu_scale_trial(s, g, lam, mv, &bad))
+            return -1;
+        if (!bad) {
+            const carlo_cell_data t = s->cur;
+            const carlo_cell_grid ta = s->cur_alloc;
+            s->cur = s->spare;
+            s->cur_alloc = s->spare_alloc;
+            s->spare = t;
+            s->spare_alloc = ta;
+        }
+    }
+    if (bad)
+        return 0;
+    s->grid = *g;
+    if (s->be && fit_host(&s->cur, &s->cur_alloc, g)) /* the host copy, fetched on demand */
+        return -1;
+    shape_box_of_grid(s, g, nb);
+    for (int a = 0; a < s->dim; a++)
+        s->origin[a] *= lam[a];
+    double wmin = g->width[0];
+    for (int a = 1; a < s->dim; a++)
+        wmin = fmin(wmin, g->width[a]);
+    if ((double)s->mv.delta > wmin)
+        s->mv.delta = (float)wmin;
+    *done = 1;
+    return 0;
+}
+
+int shape_box_reduce(carlo_box *b)
+{
+    int changed = 0;
+    if (b->dim == 3 && fabs(b->yz * b->L[2]) > 0.5 * b->L[1]) { /* a3 -= k a2 */
+        const double k = rint(b->yz * b->L[2] / b->L[1]);
+        b->xz -= k * b->xy * b->L[1] / b->L[2];
+        b->yz -= k * b->L[1] / b->L[2];
+        changed = 1;
+    }
+    if (b->dim == 3 && fabs(b->xz * b->L[2]) > 0.5 * b->L[0]) { /* a3 -= k a1 */
+        b->xz -= rint(b->xz * b->L[2] / b->L[0]) * b->L[0] / b->L[2];
+        changed = 1;
+    }
+    if (fabs(b->xy * b->L[1]) > 0.5 * b->L[0]) { /* a2 -= k a1 */
+        b->xy -= rint(b->xy * b->L[1] / b->L[0]) * b->L[0] / b->L[1];
+        changed = 1;
+    }
+    return changed;
+}
+
+/* A length move (ln L of one axis by a uniform amount in [-dlnL, dlnL], tilt factors kept) or,
+ * in "triclinic" mode, with equal chance per choice, a shear move (one tilt factor by a uniform
+ * amount in [-dtilt, dtilt]); the centres follow through their fractional coordinates. The new
+ * box is lattice-reduced before it is cut into cells, so the tilts stay within half a side (the
+ * configuration then placed anew from its positions, realize_box; otherwise re-gridded on the
+ * backend, scale_box); a
+ * box too thin between its faces for two cells along every lattice vector is rejected (the
+ * boxes sampled are those that have a cell grid, as HOOMD's box moves keep the minimum image). */
+int shape_box_move(shape_system *s)
+{
+    if (carlo_sys_alive(&s->sys))
+        return -1;
+    const uint64_t step = s->bsteps++;
+    const carlo_u32x4 r0 = carlo_rng(s->seed, SHAPE_PURPOSE_BOX, step, 0, 0);
+    const carlo_u32x4 r1 = carlo_rng(s->seed, SHAPE_PURPOSE_BOX, step, 0, 1);
+    const int ntilt = s->box_moves == SHAPE_BOX_TRICLINIC ? (s->dim == 2 ? 1 : 3) : 0;
+    const int k = (int)carlo_cell_below(r0.v[0], (uint32_t)(s->dim + ntilt), s->seed, SHAPE_PURPOSE_BOX, step, 1,
+                                        0);
+    const double u = 2.0 * carlo_u01(r0.v[1], r0.v[2]) - 1.0;
+    const int shear = k >= s->dim;
+    carlo_box nb = s->box;
+    if (shear) {
+        double *t = k - s->dim == 0 ? &nb.xy : (k - s->dim == 1 ? &nb.xz : &nb.yz);
+        *t += u * s->dtilt;
+        s->tcnt[0]++;
+    } else {
+        nb.L[k] *= exp(u * s->dlnL);
+        s->lcnt[0]++;
+    }
+    /* the new box lattice-reduced, cut into cells; its sides of record are the grid's (exact
+     * multiples of the widths), with which the reduction is made again */
+    carlo_box rb;
+    carlo_cell_grid g;
+    int reduced = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        rb = nb;
+        reduced = shape_box_reduce(&rb);
+        if (plan(&g, &rb, &s->shape, s->volume1))
+            return 0; /* too thin for two cells: outside the boxes sampled, rejected */
+        const carlo_box gb = carlo_cells_box(&g);
+        for (int a = 0; a < s->dim; a++)
+            nb.L[a] = rb.L[a] = gb.L[a];
+    }
+    const double V = carlo_box_volume(&s->box), Vn = carlo_box_volume(&nb);
+    if (!shape_box_accept(s->pressure, s->N, V, Vn, shear ? 0 : 1, carlo_u01(r1.v[0], r1.v[1])))
+        return 0;
+    int done;
+    const int rc = reduced ? realize_box(s, &g, &nb, &rb, &done) : scale_box(s, &g, &nb, &done);
+    if (done && shear)
+        s->tcnt[1]++;
+    else if (done)
+        s->lcnt[1]++;
+    if (done && reduced)
+        s->reductions++;
+    return rc;
+}
+
+int shape_set_box_moves(shape_system *s, int mode)
+{
+    if (mode != SHAPE_BOX_ISOTROPIC && mode != SHAPE_BOX_ANISOTROPIC && mode != SHAPE_BOX_TRICLINIC)
+        return carlo_seterr("box_moves must be \"isotropic\", \"anisotropic\" or \"triclinic\"");
+    if (mode != SHAPE_BOX_ISOTROPIC && s->serial)
+        return carlo_seterr("box_moves = \"%s\" needs the cells (not the serial reference)",
+                            mode == SHAPE_BOX_ANISOTROPIC ? "anisotropic" : "triclinic");
+    s->box_moves = mode;
+    return 0;
 }
 
 int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_sweeps)
@@ -895,20 +1187,48 @@ int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, doub
 int shape_tune_npt(shape_system *s, double target, double vol_target, int rounds, uint64_t sweeps,
                    double *acc_t, double *acc_r, double *acc_v)
 {
-    if (!(target > 0 && target < 1) || !(vol_target > 0 && vol_target < 1) || rounds < 1 || sweeps < 1)
+    shape_box_tune bt = {vol_target, vol_target, vol_target, NAN, NAN, NAN};
+    int rc = shape_tune_box(s, target, &bt, rounds, sweeps, acc_t, acc_r);
+    *acc_v = bt.volume_acc;
+    return rc;
+}
+
+/* A box move size retuned from the moves of one round (tried, accepted since c0). */
+static void retune_box(double *size, double *acc, const uint64_t c0[2], const uint64_t c1[2], double target)
+{
+    const uint64_t t = c1[0] - c0[0], a = c1[1] - c0[1];
+    if (!t)
+        return;
+    *acc = (double)a / (double)t;
+    *size = retune(*size, *acc, target, 1e-12, 1.0);
+}
+
+int shape_tune_box(shape_system *s, double target, shape_box_tune *bt, int rounds, uint64_t sweeps,
+                   double *acc_t, double *acc_r)
+{
+    const double vol_target = bt->volume_target;
+    if (!(target > 0 && target < 1) || !(vol_target > 0 && vol_target < 1) ||
+        !(bt->length_target > 0 && bt->length_target < 1) || !(bt->shear_target > 0 && bt->shear_target < 1) ||
+        rounds < 1 || sweeps < 1)
         return carlo_seterr("tuning needs targets in (0, 1), rounds >= 1 and sweeps >= 1 (got target %g, "
-                            "volume target %g, %d, %llu)", target, vol_target, rounds,
-                            (unsigned long long)sweeps);
-    *acc_v = NAN;
+                            "volume target %g, length target %g, shear target %g, %d, %llu)", target,
+                            vol_target, bt->length_target, bt->shear_target, rounds, (unsigned long long)sweeps);
+    double *acc_v = &bt->volume_acc;
+    *acc_v = bt->length_acc = bt->shear_acc = NAN;
     *acc_t = *acc_r = NAN;
     for (int r = 0; r < rounds; r++) {
         uint64_t c0[4], c1[4], v0[2] = {s->vcnt[0], s->vcnt[1]};
+        const uint64_t l0[2] = {s->lcnt[0], s->lcnt[1]}, t0[2] = {s->tcnt[0], s->tcnt[1]};
         if (shape_counts(s, c0) || carlo_advance(&s->sys, sweeps) || shape_counts(s, c1))
             return -1;
         const uint64_t vt = s->vcnt[0] - v0[0], va = s->vcnt[1] - v0[1];
         if (s->npt && vt) {
             *acc_v = (double)va / (double)vt;
             s->dlnV = retune(s->dlnV, *acc_v, vol_target, 1e-12, 1.0);
+        }
+        if (s->npt) {
+            retune_box(&s->dlnL, &bt->length_acc, l0, s->lcnt, bt->length_target);
+            retune_box(&s->dtilt, &bt->shear_acc, t0, s->tcnt, bt->shear_target);
         }
         uint64_t tt = c1[0] - c0[0], ta = c1[1] - c0[1], rt = c1[2] - c0[2], ra = c1[3] - c0[3];
         double wmin = s->grid.width[0]; /* after the round: NPT moves the grid */

@@ -6,7 +6,9 @@
  * Particles live in the cells with float coordinates local to their cell, as the hard disks
  * do; each carries its tag (word 0) and its orientation (words 1.., shape_kernel.h). A
  * position is origin + (cell * width + u), wrapped into the box; origin follows the cell
- * shifts. Lengths in the unit of the vertices; orthorhombic boxes only. */
+ * shifts. Lengths in the unit of the vertices. Boxes are triclinic (HOOMD's Lx Ly Lz xy xz yz,
+ * core/box.h): the cells are cut in the box's skew coordinates, so an orthorhombic box is the
+ * special case of zero tilts, computed exactly as before tilts existed. */
 #ifndef CARLO_SHAPE_H
 #define CARLO_SHAPE_H
 
@@ -52,12 +54,21 @@ typedef struct shape_system {
     double *x;              /* serial: N x 3, box coordinates in [-L/2, L/2) */
     uint32_t *ori;          /* serial: N x 4 orientation words */
     carlo_cell_data cur, spare; /* the cells (GPU: cur is the host copy, fetched on demand) */
+    carlo_cell_grid cur_alloc, spare_alloc; /* the grids the host storages were allocated for */
     int npt;                /* 1: NPT, volume moves after each sweep at beta P = pressure */
     double pressure;        /* beta P in the vertices' length unit (1 / length^dim) */
     double dlnV;            /* volume moves: ln V changes by a uniform amount in [-dlnV, dlnV] */
     int volume_moves;       /* volume moves per sweep (NPT) */
     uint64_t vsteps;        /* the RNG step of volume moves */
     uint64_t vcnt[2];       /* volume moves tried, accepted */
+    int box_moves;          /* SHAPE_BOX_ISOTROPIC (volume moves), _ANISOTROPIC (length moves) or
+                               _TRICLINIC (length and shear moves) */
+    double dlnL;            /* length moves: ln L of one axis changes by a uniform amount in [-dlnL, dlnL] */
+    double dtilt;           /* shear moves: one tilt factor changes by a uniform amount in [-dtilt, dtilt] */
+    uint64_t bsteps;        /* the RNG step of length and shear moves */
+    uint64_t lcnt[2];       /* length moves tried, accepted */
+    uint64_t tcnt[2];       /* shear moves tried, accepted */
+    uint64_t reductions;    /* accepted box moves whose box was lattice-reduced */
     uint64_t cnt[4];        /* translations tried, accepted; rotations tried, accepted (GPU: those
                                counted on the device come on top, shape_counts) */
     const struct shape_backend *be; /* NULL: the CPU */
@@ -75,6 +86,11 @@ typedef struct shape_backend {
     int (*shift)(shape_system *s, carlo_cell_shift sh);
     int (*counts)(shape_system *s, uint64_t c[4]);          /* counted on the device so far */
     int (*sync)(shape_system *s);
+    /* A box move's trial: the cells scaled by lam (skew coordinates, about the grid's corner)
+     * and re-cut into grid ng in the spare storage, then checked with the tilts of mv
+     * (shape_cell_overlaps over every cell): *bad = 1 on an overlap or an overflowing cell. */
+    int (*scale_trial)(shape_system *s, const carlo_cell_grid *ng, const double lam[3], shape_moves mv, int *bad);
+    int (*scale_commit)(shape_system *s); /* the trial's cells become the cells */
 } shape_backend;
 extern const shape_backend *shape_gpu_backend;
 
@@ -141,6 +157,17 @@ int shape_set_pressure(shape_system *s, double pressure);
  * configuration on the grid planned for the new box). */
 int shape_volume_move(shape_system *s);
 
+/* What an NPT box move is (the volume_moves of each sweep). */
+enum { SHAPE_BOX_ISOTROPIC = 0, SHAPE_BOX_ANISOTROPIC = 1, SHAPE_BOX_TRICLINIC = 2 };
+int shape_set_box_moves(shape_system *s, int mode);
+/* One length move, or in triclinic mode a length or a shear move (shape_box_accept, then the
+ * overlap check of the configuration carried through its fractional coordinates: the cells
+ * re-cut and checked on the backend, scale_trial; on the host when the box is reduced). */
+int shape_box_move(shape_system *s);
+/* Lattice reduction: tilts beyond half a side (|xy Ly| > Lx / 2, |xz Lz| > Lx / 2, |yz Lz| > Ly / 2)
+ * brought back by lattice vectors; the same lattice. Returns 1 when a tilt changed. */
+int shape_box_reduce(carlo_box *b);
+
 /* Positions (N x 3, box coordinates in [-L/2, L/2), z = 0 in 2D) and orientation words
  * (N x 4) by tag; either may be NULL. */
 int shape_state(shape_system *s, double *x, uint32_t *ori);
@@ -166,6 +193,13 @@ int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, doub
 /* NPT: dlnV towards vol_target as well (*acc_v: the last round's volume acceptance). */
 int shape_tune_npt(shape_system *s, double target, double vol_target, int rounds, uint64_t sweeps,
                    double *acc_t, double *acc_r, double *acc_v);
+/* The targets and last rounds' acceptances of the box moves (NAN: none tried). */
+typedef struct shape_box_tune {
+    double volume_target, length_target, shear_target;
+    double volume_acc, length_acc, shear_acc;
+} shape_box_tune;
+int shape_tune_box(shape_system *s, double target, shape_box_tune *bt, int rounds, uint64_t sweeps,
+                   double *acc_t, double *acc_r);
 
 /* ---------- observables (shape_observe.c) ---------- */
 

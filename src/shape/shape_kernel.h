@@ -40,6 +40,7 @@
 #define SHAPE_PURPOSE_INIT   0x53u /* random initial configurations */
 #define SHAPE_PURPOSE_SERIAL 0x54u /* the serial reference chain */
 #define SHAPE_PURPOSE_VOLUME 0x55u /* NPT volume moves */
+#define SHAPE_PURPOSE_BOX    0x56u /* NPT length and shear moves of the box */
 
 #define SHAPE_VMAX 64 /* vertices per shape */
 
@@ -462,6 +463,8 @@ typedef struct shape_moves {
     double rotate;     /* rotation size: 2D, uniform angle in [-rotate, rotate]; 3D, see below */
     uint32_t turn;     /* 2D: rotate in units of 2 pi / 2^32 (set from rotate by the host) */
     int moves;         /* n_M: trial moves per active, non-empty cell */
+    int skew;          /* 1: a triclinic box, the cells cut in its skew coordinates */
+    double tilt[3];    /* the box's xy, xz, yz (set by the host with the box) */
 } shape_moves;
 
 /* A coordinate of (-1, 1) from one word: odd multiples of 2^-24, a set symmetric under
@@ -505,11 +508,23 @@ CARLO_HD int shape_naux(int dim)
     return dim == 2 ? 2 : 5;
 }
 
+/* A separation in skew coordinates (the cells' frame in a triclinic box) as a vector:
+ * x = s0 + xy s1 + xz s2, y = s1 + yz s2 (core/box.h). */
+CARLO_HD void shape_skew_vector(const double tilt[3], double d[3])
+{
+    d[0] = d[0] + tilt[0] * d[1] + tilt[1] * d[2];
+    d[1] = d[1] + tilt[2] * d[2];
+}
+
 /* Whether the shape at t (a point of cell xyz, rotation rt), which is particle `self` of the
- * cell, overlaps any other particle of that cell or of a neighbour cell. */
+ * cell, overlaps any other particle of that cell or of a neighbour cell. In a triclinic box
+ * (skew) the cells' separations are skew coordinates, turned into vectors by the box's tilts;
+ * every cell is at least a circumdiameter thick between its faces, so the neighbours hold
+ * every particle within reach. */
 CARLO_HD int shape_overlaps_around(const shape_def *s, const carlo_cell_grid *g, const float *pos,
                                    const uint32_t *aux, const uint32_t *count, const int xyz[3],
-                                   int self, const float t[3], const shape_rot *rt)
+                                   int self, const float t[3], const shape_rot *rt, int skew,
+                                   const double tilt[3])
 {
     const int dim = g->dim;
     const double R2 = 4.0 * s->R * s->R;
@@ -530,6 +545,8 @@ CARLO_HD int shape_overlaps_around(const shape_def *s, const carlo_cell_grid *g,
                     double d[3] = {0.0, 0.0, 0.0};
                     for (int a = 0; a < dim; a++) /* exact: multiples of q within two cells */
                         d[a] = (double)((pos[carlo_cell_slot(g, cn, j, a)] + sh[a]) - t[a]);
+                    if (skew)
+                        shape_skew_vector(tilt, d);
                     if (!(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < R2))
                         continue;
                     uint32_t o[4] = {0u, 0u, 0u, 0u};
@@ -595,7 +612,7 @@ CARLO_HD void shape_cell_update(const shape_def *s, const carlo_cell_grid *g, fl
         }
         shape_rot rt;
         shape_rot_of(dim, o, &rt);
-        if (shape_overlaps_around(s, g, pos, aux, count, xyz, i, t, &rt))
+        if (shape_overlaps_around(s, g, pos, aux, count, xyz, i, t, &rt, mv.skew, mv.tilt))
             continue;
         for (int a = 0; a < dim; a++)
             pos[carlo_cell_slot(g, c, i, a)] = t[a];
@@ -603,6 +620,32 @@ CARLO_HD void shape_cell_update(const shape_def *s, const carlo_cell_grid *g, fl
             aux[carlo_cell_slot(g, c, i, 1 + k)] = o[k];
         cnt[rotation ? 3 : 1]++;
     }
+}
+
+/* Whether some particle of cell xyz overlaps another particle (the check of a re-gridded
+ * configuration before a box move is accepted; each pair is seen from both of its cells). */
+CARLO_HD int shape_cell_overlaps(const shape_def *s, const carlo_cell_grid *g, const float *pos,
+                                 const uint32_t *aux, const uint32_t *count, const int xyz[3],
+                                 const shape_moves *mv)
+{
+    const int dim = g->dim;
+    const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
+    int n = (int)count[c];
+    if (n > g->nmax)
+        n = g->nmax;
+    for (int i = 0; i < n; i++) {
+        float t[3] = {0.0f, 0.0f, 0.0f};
+        uint32_t o[4] = {0u, 0u, 0u, 0u};
+        for (int a = 0; a < dim; a++)
+            t[a] = pos[carlo_cell_slot(g, c, i, a)];
+        for (int k = 0; k < (dim == 2 ? 1 : 4); k++)
+            o[k] = aux[carlo_cell_slot(g, c, i, 1 + k)];
+        shape_rot rt;
+        shape_rot_of(dim, o, &rt);
+        if (shape_overlaps_around(s, g, pos, aux, count, xyz, i, t, &rt, mv->skew, mv->tilt))
+            return 1;
+    }
+    return 0;
 }
 
 /* ---------- NPT volume moves ---------- */
@@ -615,6 +658,14 @@ CARLO_HD void shape_cell_update(const shape_def *s, const carlo_cell_grid *g, fl
 CARLO_HD int shape_volume_accept(double pressure, int64_t N, double V, double Vn, double u)
 {
     const double arg = -pressure * (Vn - V) + (double)(N + 1) * log(Vn / V);
+    return !(arg < 0) || u < exp(arg);
+}
+
+/* The same test for a length move (ln L of one axis uniform: jacobian 1, the factor N + 1) or
+ * a shear move (a tilt uniform, the volume kept up to the grid's rounding: jacobian 0). */
+CARLO_HD int shape_box_accept(double pressure, int64_t N, double V, double Vn, int jacobian, double u)
+{
+    const double arg = -pressure * (Vn - V) + (double)(N + jacobian) * log(Vn / V);
     return !(arg < 0) || u < exp(arg);
 }
 

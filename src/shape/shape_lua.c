@@ -103,28 +103,72 @@ static double *parse_points(lua_State *L, int idx, int cols, int64_t nmin, int64
     return x;
 }
 
-/* A box: a number (square / cube) or { Lx, Ly [, Lz] }. */
+/* The largest tilt factor a box may have: beyond it the faces of a lattice-reduced box would
+ * do, and a box this sheared is almost surely a mistake. */
+#define SHAPE_TILT_MAX 10.0
+
+/* A box: a number (square / cube), { Lx, Ly [, Lz] } with optional tilt factors xy =, xz =, yz =
+ * (HOOMD's convention; 2D: xy only), or GSD's six numbers { Lx, Ly, Lz, xy, xz, yz }. */
 static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, const char *key)
 {
+    static const char *const tilts[3] = {"xy", "xz", "yz"};
     idx = lua_absindex(L, idx);
-    double v[3] = {0, 0, 0};
+    double v[3] = {0, 0, 0}, t[3] = {0, 0, 0};
     if (lua_type(L, idx) == LUA_TNUMBER) {
         for (int a = 0; a < dim; a++)
             v[a] = lua_tonumber(L, idx);
     } else if (lua_type(L, idx) == LUA_TTABLE && (lua_rawlen(L, idx) == (size_t)dim || lua_rawlen(L, idx) == 6)) {
+        const int six = lua_rawlen(L, idx) == 6;
         for (int a = 0; a < dim; a++) {
             lua_rawgeti(L, idx, a + 1);
             v[a] = lua_tonumber(L, -1);
             lua_pop(L, 1);
         }
+        for (int a = 0; a < 3; a++) {
+            int named = lua_getfield(L, idx, tilts[a]) != LUA_TNIL;
+            if (named && six)
+                fail(L, "%s: %s: give the tilts either as the last three of six numbers or as %s =, not both",
+                     where, key, tilts[a]);
+            if (!named) {
+                lua_pop(L, 1);
+                if (!six)
+                    continue;
+                lua_rawgeti(L, idx, 4 + a);
+            }
+            if (lua_type(L, -1) != LUA_TNUMBER)
+                fail(L, "%s: %s: tilt %s must be a number (got %s)", where, key, tilts[a], luaL_typename(L, -1));
+            t[a] = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
+        if (six && dim == 2) {
+            lua_rawgeti(L, idx, 3);
+            double lz = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+            if (lz != 0 && lz != 1)
+                fail(L, "%s: %s: a 2D box has Lz = 0 (or 1, as HOOMD writes it; got %g)", where, key, lz);
+        }
     } else {
-        fail(L, "%s: %s must be a number or %d side lengths", where, key, dim);
+        fail(L, "%s: %s must be a number, %d side lengths (with tilts xy =%s), or the six numbers "
+                "{ Lx, Ly, Lz, xy, xz, yz }", where, key, dim, dim == 3 ? ", xz =, yz =" : "");
     }
     for (int a = 0; a < dim; a++)
         if (!(v[a] > 0) || !isfinite(v[a]))
             fail(L, "%s: %s: side %d must be a finite number > 0 (got %g)", where, key, a + 1, v[a]);
-    return carlo_box_make(dim, v);
+    for (int a = 0; a < 3; a++) {
+        if (!isfinite(t[a]) || fabs(t[a]) > SHAPE_TILT_MAX)
+            fail(L, "%s: %s: tilt %s must be a finite number in [-%g, %g] (got %g)", where, key, tilts[a],
+                 SHAPE_TILT_MAX, SHAPE_TILT_MAX, t[a]);
+        if (dim == 2 && a > 0 && t[a] != 0)
+            fail(L, "%s: %s: a 2D box has the tilt xy only (got %s = %g)", where, key, tilts[a], t[a]);
+    }
+    carlo_box b = carlo_box_make(dim, v);
+    b.xy = t[0];
+    b.xz = t[1];
+    b.yz = t[2];
+    return b;
 }
+
+static const char *const BOX_MOVES[] = {"isotropic", "anisotropic", "triclinic", NULL};
 
 typedef struct kind {
     const char *where, *what;
@@ -238,6 +282,11 @@ static lua_Integer snapshot_init(lua_State *L, int snap, const kind *k, shape_pa
             if (fabs(b.L[a] - p->box.L[a]) > 1e-6 * p->box.L[a])
                 fail(L, "%s: box side %d = %.9g does not match the snapshot's %.9g", where, a + 1, b.L[a],
                      p->box.L[a]);
+        const double bt[3] = {b.xy, b.xz, b.yz}, pt[3] = {p->box.xy, p->box.xz, p->box.yz};
+        for (int a = 0; a < 3; a++)
+            if (fabs(bt[a] - pt[a]) > 1e-6 * (1 + fabs(pt[a])))
+                fail(L, "%s: box tilt %s = %.9g does not match the snapshot's %.9g", where,
+                     a == 0 ? "xy" : (a == 1 ? "xz" : "yz"), bt[a], pt[a]);
     }
     lua_Integer step = 0;
     if (lua_getfield(L, snap, "step") != LUA_TNIL) {
@@ -287,10 +336,11 @@ static int construct(lua_State *L, const kind *k)
     const char *where = k->where;
     static const char *const poly_keys[] = {"vertices", "sweep_radius", "N", "phi", "box", "seed", "init",
                                             "device", "delta", "rotate", "moves_per_cell", "serial",
-                                            "quiet", "pressure", "dlnV", "volume_moves", NULL};
+                                            "quiet", "pressure", "dlnV", "volume_moves", "box_moves", "dlnL",
+                                            "dtilt", NULL};
     static const char *const ell_keys[] = {"a", "b", "c", "N", "phi", "box", "seed", "init", "device",
                                            "delta", "rotate", "moves_per_cell", "serial", "quiet",
-                                           "pressure", "dlnV", "volume_moves", NULL};
+                                           "pressure", "dlnV", "volume_moves", "box_moves", "dlnL", "dtilt", NULL};
     static const char *const devices[] = {"auto", "cpu", "gpu", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
@@ -311,6 +361,9 @@ static int construct(lua_State *L, const kind *k)
     const double pressure = carlo_arg_num(L, 1, where, "pressure", 0, 0, 0, 0, INFINITY, 0);
     const double dlnV = carlo_arg_num(L, 1, where, "dlnV", 0, 0, 0, 0, 1, 1);
     const int volume_moves = (int)carlo_arg_int(L, 1, where, "volume_moves", 0, 1, 1, SHAPE_VOLUME_MOVES_MAX);
+    const double dlnL = carlo_arg_num(L, 1, where, "dlnL", 0, 0, 0, 0, 1, 1);
+    const double dtilt = carlo_arg_num(L, 1, where, "dtilt", 0, 0, 0, 0, 1, 1);
+    const int box_moves = carlo_arg_enum(L, 1, where, "box_moves", "isotropic", BOX_MOVES);
     const char *inits[] = {"random", k->lattice, k->dim == 3 ? "bcc" : NULL, k->dim == 3 ? "fcc" : NULL, NULL};
     int init = carlo_lua_init_arg(L, 1, where, NULL, "random", inits, 1);
     lua_Integer step = 0;
@@ -328,7 +381,11 @@ static int construct(lua_State *L, const kind *k)
     if (dlnV > 0)
         s->dlnV = dlnV;
     s->volume_moves = volume_moves;
-    if (pressure > 0 && shape_set_pressure(s, pressure)) {
+    if (dlnL > 0)
+        s->dlnL = dlnL;
+    if (dtilt > 0)
+        s->dtilt = dtilt;
+    if (shape_set_box_moves(s, box_moves) || (pressure > 0 && shape_set_pressure(s, pressure))) {
         shape_destroy(s);
         return carlo_raise(L, where);
     }
@@ -425,11 +482,14 @@ static void optional_table(lua_State *L, int idx)
     luaL_checktype(L, idx, LUA_TTABLE);
 }
 
-/* sys:tune{ target = 0.3, volume_target = 0.3, rounds = 20, sweeps = 50 } -> { delta =, rotate =,
- * acceptance =, rotate_acceptance = [, dlnV =, volume_acceptance =] } */
+/* sys:tune{ target = 0.3, volume_target = 0.3, length_target = volume_target, shear_target =
+ * volume_target, rounds = 20, sweeps = 50 } -> { delta =, rotate =, acceptance =,
+ * rotate_acceptance = [, dlnV =, volume_acceptance =, dlnL =, length_acceptance =, dtilt =,
+ * shear_acceptance =] } */
 static int l_tune(lua_State *L)
 {
-    static const char *const keys[] = {"target", "volume_target", "rounds", "sweeps", NULL};
+    static const char *const keys[] = {"target", "volume_target", "length_target", "shear_target", "rounds",
+                                       "sweeps", NULL};
     const char *where = "shape:tune";
     shape_system *s = check(L, 1);
     optional_table(L, 2);
@@ -438,17 +498,28 @@ static int l_tune(lua_State *L)
     int rounds = (int)carlo_arg_int(L, 2, where, "rounds", 0, 20, 1, 100000);
     uint64_t sweeps = (uint64_t)carlo_arg_int(L, 2, where, "sweeps", 0, 50, 1, (int64_t)1 << 40);
     double vt = carlo_arg_num(L, 2, where, "volume_target", 0, 0.3, 0, 0, 1, 0);
-    double at, ar, av;
-    if (shape_tune_npt(s, target, vt, rounds, sweeps, &at, &ar, &av))
+    shape_box_tune bt = {vt, carlo_arg_num(L, 2, where, "length_target", 0, vt, 0, 0, 1, 0),
+                         carlo_arg_num(L, 2, where, "shear_target", 0, vt, 0, 0, 1, 0), NAN, NAN, NAN};
+    double at, ar;
+    if (shape_tune_box(s, target, &bt, rounds, sweeps, &at, &ar))
         return carlo_raise(L, where);
+    const double av = bt.volume_acc;
     lua_createtable(L, 0, 6);
     carlo_lua_setnum(L, "delta", (double)s->mv.delta);
     carlo_lua_setnum(L, "rotate", s->mv.rotate);
     carlo_lua_setnum(L, "acceptance", at);
     carlo_lua_setnum(L, "rotate_acceptance", ar);
-    if (s->npt) {
+    if (s->npt && s->box_moves == SHAPE_BOX_ISOTROPIC) {
         carlo_lua_setnum(L, "dlnV", s->dlnV);
         carlo_lua_setnum(L, "volume_acceptance", av);
+    }
+    if (s->npt && s->box_moves != SHAPE_BOX_ISOTROPIC) {
+        carlo_lua_setnum(L, "dlnL", s->dlnL);
+        carlo_lua_setnum(L, "length_acceptance", bt.length_acc);
+    }
+    if (s->npt && s->box_moves == SHAPE_BOX_TRICLINIC) {
+        carlo_lua_setnum(L, "dtilt", s->dtilt);
+        carlo_lua_setnum(L, "shear_acceptance", bt.shear_acc);
     }
     return 1;
 }
@@ -508,10 +579,14 @@ static int l_verify(lua_State *L)
     return 1;
 }
 
+/* Half the box's smallest distance between faces (its side in an orthorhombic box): the
+ * largest neighbour cutoff the minimum image serves. */
 static double half_box(const shape_system *s)
 {
-    double h = fmin(s->box.L[0], s->box.L[1]);
-    return 0.5 * (s->dim == 3 ? fmin(h, s->box.L[2]) : h);
+    double h[3];
+    carlo_box_heights(&s->box, h);
+    double m = fmin(h[0], h[1]);
+    return 0.5 * (s->dim == 3 ? fmin(m, h[2]) : m);
 }
 
 /* sys:steinhardt{ rc = 1.2 (sqrt 2 / rho)^(1/3) } -> { Q4 =, Q6 =, rc = } (3D) */
@@ -594,7 +669,7 @@ static int l_psi(lua_State *L)
         return luaL_error(L, "%s: psi is the order of polygons and ellipses (2D)", where);
     int n = (int)carlo_arg_int(L, 2, where, "n", 1, 0, 1, 64);
     int m = (int)carlo_arg_int(L, 2, where, "m", 0, 6, 1, 64);
-    double rc = carlo_arg_num(L, 2, where, "rc", 0, 2.4 * s->shape.R, 0, 0, 0.5 * fmin(s->box.L[0], s->box.L[1]), 1);
+    double rc = carlo_arg_num(L, 2, where, "rc", 0, 2.4 * s->shape.R, 0, 0, half_box(s), 1);
     double o, b;
     if (shape_psi(s, n, m, rc, &o, &b))
         return carlo_raise(L, where);
@@ -659,6 +734,12 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushnumber(L, s->dlnV);
     else if (strcmp(k, "volume_moves") == 0)
         lua_pushinteger(L, s->volume_moves);
+    else if (strcmp(k, "box_moves") == 0)
+        lua_pushstring(L, BOX_MOVES[s->box_moves]);
+    else if (strcmp(k, "dlnL") == 0)
+        lua_pushnumber(L, s->dlnL);
+    else if (strcmp(k, "dtilt") == 0)
+        lua_pushnumber(L, s->dtilt);
     else if (strcmp(k, "pressure") == 0) /* an NVT system's; an NPT one's is its control */
         lua_pushnil(L);
     else if (strcmp(k, "particle_volume") == 0)
@@ -702,10 +783,20 @@ static int newindex_field(lua_State *L, carlo_sys *c, const char *k, int v)
             return fail(L, "shape: volume_moves must be an integer from 1 to %d (got %s)",
                         SHAPE_VOLUME_MOVES_MAX, luaL_tolstring(L, v, NULL));
         s->volume_moves = (int)x;
-    } else if (strcmp(k, "dlnV") == 0) {
+    } else if (strcmp(k, "dlnV") == 0 || strcmp(k, "dlnL") == 0 || strcmp(k, "dtilt") == 0) {
         if (!isnum || !(x > 0) || x > 1)
-            return fail(L, "shape: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, v, NULL));
-        s->dlnV = x;
+            return fail(L, "shape: %s must be a number in (0, 1] (got %s)", k, luaL_tolstring(L, v, NULL));
+        *(k[1] == 't' ? &s->dtilt : (k[3] == 'L' ? &s->dlnL : &s->dlnV)) = x;
+    } else if (strcmp(k, "box_moves") == 0) {
+        int mode = -1;
+        for (int i = 0; BOX_MOVES[i] && lua_type(L, v) == LUA_TSTRING; i++)
+            if (strcmp(lua_tostring(L, v), BOX_MOVES[i]) == 0)
+                mode = i;
+        if (mode < 0)
+            return fail(L, "shape: box_moves must be \"isotropic\", \"anisotropic\" or \"triclinic\" (got %s)",
+                        luaL_tolstring(L, v, NULL));
+        if (shape_set_box_moves(s, mode))
+            return carlo_raise(L, "shape");
     } else if (strcmp(k, "pressure") == 0 && (lua_isnil(L, v) || !s->npt)) {
         if (!lua_isnil(L, v) && (!isnum || !(x > 0) || !isfinite(x)))
             return fail(L, "shape: pressure must be a number > 0 (beta P in the vertices' length unit^-%d), "
@@ -805,6 +896,19 @@ static void observe_extra(lua_State *L, carlo_sys *c, int replica, const double 
     carlo_lua_setint(L, "volume_accepted", (long long)s->vcnt[1]);
     if (s->vcnt[0])
         carlo_lua_setnum(L, "volume_acceptance", (double)s->vcnt[1] / (double)s->vcnt[0]);
+    if (s->box_moves != SHAPE_BOX_ISOTROPIC || s->lcnt[0] || s->tcnt[0]) {
+        carlo_lua_setnum(L, "dlnL", s->dlnL);
+        carlo_lua_setnum(L, "dtilt", s->dtilt);
+        carlo_lua_setint(L, "length_tried", (long long)s->lcnt[0]);
+        carlo_lua_setint(L, "length_accepted", (long long)s->lcnt[1]);
+        carlo_lua_setint(L, "shear_tried", (long long)s->tcnt[0]);
+        carlo_lua_setint(L, "shear_accepted", (long long)s->tcnt[1]);
+        carlo_lua_setint(L, "reductions", (long long)s->reductions);
+        if (s->lcnt[0])
+            carlo_lua_setnum(L, "length_acceptance", (double)s->lcnt[1] / (double)s->lcnt[0]);
+        if (s->tcnt[0])
+            carlo_lua_setnum(L, "shear_acceptance", (double)s->tcnt[1] / (double)s->tcnt[0]);
+    }
     carlo_lua_setnum(L, "rotate", s->mv.rotate);
     uint64_t n[4];
     if (shape_counts(s, n))
@@ -818,7 +922,7 @@ static void observe_extra(lua_State *L, carlo_sys *c, int replica, const double 
 }
 
 static const char *const settable[] = {"delta", "rotate", "moves_per_cell", "dlnV", "volume_moves",
-                                       "pressure", NULL};
+                                       "pressure", "box_moves", "dlnL", "dtilt", NULL};
 
 /* The serial reference is restored on the CPU. */
 static const char *load_device(const carlo_frame *f)

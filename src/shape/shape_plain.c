@@ -12,10 +12,13 @@ int shape_plain_init(shape_plain *p, const carlo_box *b, int64_t N, double rc, c
     p->N = N;
     p->x = x;
     int64_t bins = 1;
+    double h[3];
+    carlo_box_heights(b, h); /* bins at least rc apart between faces; L when orthorhombic */
+    p->skew = !carlo_box_orthorhombic(b);
     for (int a = 0; a < 3; a++) {
         p->m[a] = 1;
         if (a < b->dim) {
-            double m = floor(b->L[a] / rc);
+            double m = floor(h[a] / rc);
             p->m[a] = m >= 3 ? (m > 4096 ? 4096 : (int)m) : 1;
         }
         p->w[a] = a < b->dim ? b->L[a] / p->m[a] : 1.0;
@@ -40,8 +43,27 @@ void shape_plain_free(shape_plain *p)
     p->head = p->next = NULL;
 }
 
-static int bin_of(const shape_plain *p, const double *y, int a)
+void shape_min_image(const carlo_box *b, double d[3])
 {
+    if (carlo_box_orthorhombic(b)) {
+        for (int a = 0; a < b->dim; a++)
+            d[a] -= b->L[a] * rint(d[a] / b->L[a]);
+        return;
+    }
+    /* nearest in skew coordinates: the true nearest image whenever it lies closer than half
+     * the box's smallest face distance (each of its skew components is then below L / 2) */
+    double s[3];
+    carlo_box_pos_to_skew(b, d, s);
+    for (int a = 0; a < b->dim; a++)
+        s[a] -= b->L[a] * rint(s[a] / b->L[a]);
+    carlo_box_skew_to_pos(b, s, d);
+}
+
+static int bin_of(const shape_plain *p, const double *x, int a)
+{
+    double y[3] = {x[0], x[1], x[2]};
+    if (p->skew)
+        carlo_box_pos_to_skew(&p->box, x, y);
     double f = (y[a] + 0.5 * p->box.L[a]) / p->w[a];
     int k = (int)floor(f);
     k %= p->m[a];
@@ -83,10 +105,9 @@ void shape_plain_around(const shape_plain *p, const double y[3], int64_t self, d
                     if (j == self)
                         continue;
                     double d[3] = {0, 0, 0};
-                    for (int a = 0; a < p->dim; a++) {
+                    for (int a = 0; a < p->dim; a++)
                         d[a] = p->x[3 * j + a] - y[a];
-                        d[a] -= p->box.L[a] * rint(d[a] / p->box.L[a]);
-                    }
+                    shape_min_image(&p->box, d);
                     if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < rc2)
                         fn(ctx, j, d);
                 }

@@ -1,4 +1,5 @@
-/* shape_plain.h — a plain bin list over double positions in an orthorhombic box, for the
+/* shape_plain.h — a plain bin list over double positions in a periodic box (triclinic boxes
+ * binned in their skew coordinates, box.h), for the
  * host-side work on configurations of shapes: the random start, overlap reports and the
  * observables. Small and obvious; not the checkerboard cells. */
 #ifndef CARLO_SHAPE_PLAIN_H
@@ -12,6 +13,7 @@
 typedef struct shape_plain {
     int dim;
     carlo_box box;
+    int skew;          /* 1: a triclinic box, binned in its skew coordinates */
     int m[3];          /* bins per axis (1 or 2 when the box is shorter than 3 bins) */
     double w[3];
     int64_t N;
@@ -20,6 +22,9 @@ typedef struct shape_plain {
     int64_t *next;     /* per particle */
 } shape_plain;
 
+/* The nearest periodic image of a separation d (exact for separations below half the box's
+ * smallest distance between faces). */
+void shape_min_image(const carlo_box *b, double d[3]);
 /* An empty list for pairs closer than rc among the N positions x (shape_plain_insert adds). */
 int shape_plain_init(shape_plain *p, const carlo_box *b, int64_t N, double rc, const double *x);
 void shape_plain_free(shape_plain *p);

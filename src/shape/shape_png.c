@@ -96,7 +96,7 @@ int shape_png(shape_system *s, const char *path, int size, int period)
         return -1;
     }
     memset(img, 255, (size_t)W * (size_t)H * 3);
-    const double R = s->shape.R, edge = 1.2 / scale;
+    const double R = s->shape.R, edge = 1.2 / scale, shift = s->box.xy * Ly * scale;
     for (int64_t k = 0; k < s->N; k++) {
         if ((k & 4095) == 0 && carlo_interrupted) {
             free(x);
@@ -111,7 +111,11 @@ int shape_png(shape_system *s, const char *path, int size, int period)
         hue(t[0] * period / (2 * PI), fill);
         for (int a = 0; a < 3; a++)
             line[a] = (uint8_t)(fill[a] / 3);
-        const double cx = (x[3 * k] + 0.5 * Lx) * scale, cy = (x[3 * k + 1] + 0.5 * Ly) * scale;
+        /* a tilted box drawn as the rectangle Lx x Ly, which tiles the plane with the same lattice:
+         * the centre's x wrapped by Lx, and a pixel beyond the top or bottom brought back by the
+         * lattice vector (xy Ly, Ly) */
+        const double xk = x[3 * k] - Lx * floor(x[3 * k] / Lx + 0.5);
+        const double cx = (xk + 0.5 * Lx) * scale, cy = (x[3 * k + 1] + 0.5 * Ly) * scale;
         const int i0 = (int)floor(cx - R * scale) - 1, i1 = (int)ceil(cx + R * scale) + 1;
         const int j0 = (int)floor(cy - R * scale) - 1, j1 = (int)ceil(cy + R * scale) + 1;
         for (int j = j0; j <= j1; j++)
@@ -121,7 +125,9 @@ int shape_png(shape_system *s, const char *path, int size, int period)
                 const double d = signed_distance(&o, bx, by) - o.sweep;
                 if (d > 0)
                     continue;
-                const int pi = ((i % W) + W) % W, pj = ((j % H) + H) % H;
+                const int nj = j >= 0 ? j / H : -((H - 1 - j) / H); /* floor(j / H) */
+                const int ii = i - (int)rint(nj * shift);
+                const int pi = ((ii % W) + W) % W, pj = j - nj * H;
                 uint8_t *p = img + 3 * ((size_t)(H - 1 - pj) * (size_t)W + (size_t)pi); /* y up */
                 memcpy(p, d > -edge ? line : fill, 3);
             }

@@ -41,8 +41,8 @@ static int op_counts(carlo_sys *c, carlo_counts *out)
         return -1;
     out->tried = n[0] + n[2];
     out->accepted = n[1] + n[3];
-    out->volume_tried = SYS(c)->vcnt[0];
-    out->volume_accepted = SYS(c)->vcnt[1];
+    out->volume_tried = SYS(c)->vcnt[0] + SYS(c)->lcnt[0] + SYS(c)->tcnt[0]; /* every box move */
+    out->volume_accepted = SYS(c)->vcnt[1] + SYS(c)->lcnt[1] + SYS(c)->tcnt[1];
     return 0;
 }
 
@@ -257,6 +257,8 @@ int shape_checkpoint(shape_system *s, carlo_frame *f)
     int32_t moves = s->mv.moves;
     double npt[4] = {s->pressure, s->dlnV, (double)s->npt, (double)s->volume_moves};
     uint64_t vol[4] = {s->vsteps, s->vcnt[0], s->vcnt[1], 0};
+    double tilt[8] = {s->box.xy, s->box.xz, s->box.yz, (double)s->box_moves, s->dlnL, s->dtilt, 0, 0};
+    uint64_t bmv[8] = {s->bsteps, s->lcnt[0], s->lcnt[1], s->tcnt[0], s->tcnt[1], s->reductions, 0, 0};
     int rc = carlo_frame_add_string(f, "carlo/model", "shape") ||
              carlo_frame_add_u64(f, "configuration/step", s->step) ||
              carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
@@ -268,7 +270,9 @@ int shape_checkpoint(shape_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "shape/box", CARLO_F64, 8, 1, box) ||
              carlo_frame_add_copy(f, "shape/moves", CARLO_I32, 1, 1, &moves) ||
              carlo_frame_add_copy(f, "shape/npt", CARLO_F64, 4, 1, npt) ||
-             carlo_frame_add_copy(f, "shape/volume_moves", CARLO_U64, 4, 1, vol);
+             carlo_frame_add_copy(f, "shape/volume_moves", CARLO_U64, 4, 1, vol) ||
+             carlo_frame_add_copy(f, "shape/tilt", CARLO_F64, 8, 1, tilt) ||
+             carlo_frame_add_copy(f, "shape/box_moves", CARLO_U64, 8, 1, bmv);
     if (rc)
         return -1;
     if (s->serial)
@@ -314,7 +318,40 @@ static int restore_npt(shape_system *s, const carlo_frame *f)
     s->vsteps = vol[0];
     s->vcnt[0] = vol[1];
     s->vcnt[1] = vol[2];
+    if (carlo_frame_find(f, "shape/tilt")) { /* absent before triclinic boxes: isotropic moves */
+        const double *t = carlo_frame_expect(f, "shape/tilt", CARLO_F64, 8, 1);
+        const uint64_t *b = carlo_frame_expect(f, "shape/box_moves", CARLO_U64, 8, 1);
+        if (!t || !b)
+            return -1;
+        if (!(t[4] > 0 && t[4] <= 1) || !(t[5] > 0 && t[5] <= 1) || b[2] > b[1] || b[4] > b[3] ||
+            shape_set_box_moves(s, t[3] == 1 ? SHAPE_BOX_ANISOTROPIC : (t[3] == 2 ? SHAPE_BOX_TRICLINIC
+                                                                                 : (t[3] == 0 ? 0 : -1))))
+            return carlo_seterr("bad box-move record (mode %.9g, dlnL %.9g, dtilt %.9g)", t[3], t[4], t[5]);
+        s->dlnL = t[4];
+        s->dtilt = t[5];
+        s->bsteps = b[0];
+        memcpy(s->lcnt, b + 1, sizeof s->lcnt);
+        memcpy(s->tcnt, b + 3, sizeof s->tcnt);
+        s->reductions = b[5];
+    }
     return npt[2] != 0 ? shape_set_pressure(s, npt[0]) : 0;
+}
+
+/* The tilts of a checkpoint's box (absent before triclinic boxes: 0). */
+static int restore_tilt(const carlo_frame *f, carlo_box *b)
+{
+    if (!carlo_frame_find(f, "shape/tilt"))
+        return 0;
+    const double *t = carlo_frame_expect(f, "shape/tilt", CARLO_F64, 8, 1);
+    if (!t)
+        return -1;
+    for (int a = 0; a < 3; a++)
+        if (!isfinite(t[a]) || fabs(t[a]) > 1e3 || (b->dim == 2 && a > 0 && t[a] != 0))
+            return carlo_seterr("bad box tilts (%.9g, %.9g, %.9g)", t[0], t[1], t[2]);
+    b->xy = t[0];
+    b->xz = t[1];
+    b->yz = t[2];
+    return 0;
 }
 
 shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
@@ -359,6 +396,8 @@ shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
     p.what = what;
     p.N = (int64_t)cnt[2];
     p.box = carlo_box_make(dim, bx);
+    if (restore_tilt(f, &p.box))
+        return NULL;
     p.seed = *seed;
     p.delta = bx[6];
     p.rotate = bx[7];

@@ -2,8 +2,9 @@
 -- kernel, src/shape/shape_kernel.h, in double without contraction): positions, orientations and
 -- move counts after NVT sweeps of pentagons, spheropentagons, dodecahedra and ellipsoids; a GPU
 -- checkpoint continued on the CPU; invariants after a longer run; NPT chains of pentagons and
--- ellipsoids (the box and volume-move counts too). Prints the trial-move rate of each device
--- (information, not a check).
+-- ellipsoids (the box and volume-move counts too); triclinic boxes: NVT pentagons and cubes in
+-- tilted boxes, NPT length and shear moves (box, tilts and counts too, a checkpoint continued on
+-- the CPU). Prints the trial-move rate of each device (information, not a check).
 local carlo = require "carlo"
 local check = require "check"
 if not check.gpu_or_skip("gpu/shape/bitwise") then return end
@@ -119,4 +120,71 @@ do
   c:run{ sweeps = 50 }
   g:run{ sweeps = 50 }
   same_npt("gpu/shape/bitwise-npt-ellipsoids", c, g)
+end
+-- triclinic boxes: the kernels see the cells' skew separations through the tilts, the same
+-- double arithmetic on both devices
+do
+  local c, g = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 2048, box = { 80, 70, xy = 0.37 }, seed = 9,
+                                           delta = 0.1, rotate = 0.2 })
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same("gpu/shape/bitwise-tilted-pentagons", c, g)
+end
+do
+  local cube = carlo.shapes.cube.vertices
+  local c, g = pair(carlo.hard_polyhedra, { vertices = cube, N = 1000, box = { 13, 13.5, 14, xy = 0.2, xz = -0.3,
+                                            yz = 0.45 }, init = "sc", seed = 10 })
+  c:run{ sweeps = 50 }
+  g:run{ sweeps = 50 }
+  same("gpu/shape/bitwise-tilted-cubes", c, g)
+end
+local function same_box(name, c, g)
+  local oc, og = c:observe{ pressure = false }, g:observe{ pressure = false }
+  local bc, bg = c.box, g.box
+  local ok = oc.length_tried == og.length_tried and oc.length_accepted == og.length_accepted
+    and oc.shear_tried == og.shear_tried and oc.shear_accepted == og.shear_accepted
+    and oc.length_accepted > 0 and oc.shear_accepted > 0
+  for k = 1, 6 do ok = ok and bc[k] == bg[k] end
+  check.ok(name .. "-box", ok, ("box %s / %s, length moves %d / %d, shear moves %d / %d accepted"):format(
+    table.concat(bc, " "), table.concat(bg, " "), oc.length_accepted, og.length_accepted, oc.shear_accepted,
+    og.shear_accepted))
+  return same(name, c, g)
+end
+do
+  local c, g = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 1024, phi = 0.6, init = "hex", seed = 11,
+                                           pressure = 5, box_moves = "triclinic", dlnL = 0.004, dtilt = 0.004,
+                                           volume_moves = 2 })
+  c:run{ sweeps = 100 }
+  g:run{ sweeps = 100 }
+  same_box("gpu/shape/bitwise-npt-triclinic-pentagons", c, g)
+  local path = check.tmp .. "/shape_gpu_tri.carlo"
+  g:save(path)
+  local back = carlo.load(path, { device = "cpu" })
+  back:run{ sweeps = 20 }
+  g:run{ sweeps = 20 }
+  same_box("gpu/shape/checkpoint-triclinic-gpu-to-cpu", back, g)
+end
+do
+  local cube = carlo.shapes.cube.vertices
+  local c, g = pair(carlo.hard_polyhedra, { vertices = cube, N = 216, phi = 0.55, init = "sc", seed = 12,
+                                            pressure = 7, box_moves = "triclinic", dlnL = 0.005, dtilt = 0.01,
+                                            volume_moves = 3 })
+  c:run{ sweeps = 60 }
+  g:run{ sweeps = 60 }
+  same_box("gpu/shape/bitwise-npt-triclinic-cubes", c, g)
+end
+do
+  -- a gas near the reduction bound: shear moves cross it and the box is reduced (the move then
+  -- placed anew from the host on both devices), the other moves re-gridded on each device
+  local c, g = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 1024, box = { 90, 90, xy = 0.49 }, seed = 13,
+                                           pressure = 0.1, box_moves = "triclinic", dlnL = 0.005, dtilt = 0.02,
+                                           volume_moves = 4 })
+  c:run{ sweeps = 150 }
+  g:run{ sweeps = 150 }
+  local oc, og = c:observe{ pressure = false }, g:observe{ pressure = false }
+  check.ok("gpu/shape/triclinic-reductions", oc.reductions > 0 and oc.reductions == og.reductions,
+    ("reductions %d CPU, %d GPU"):format(oc.reductions, og.reductions))
+  same_box("gpu/shape/bitwise-npt-triclinic-reduced", c, g)
+  local ok, why = g:verify()
+  check.ok("gpu/shape/triclinic-invariants", ok, why)
 end
