@@ -37,9 +37,9 @@ CARLO_HD void carlo_box_to_fractional(const carlo_box *b, const double x[3], dou
 CARLO_HD void carlo_box_from_fractional(const carlo_box *b, const double f[3], double x[3])
 {
     double z = b->dim == 3 ? f[2] * b->L[2] : 0.0;
-    double y = f[1] * b->L[1] + b->yz * z;
+    double y = f[1] * b->L[1]; /* the untilted part: a2 = (xy Ly, Ly, 0) carries xy Ly f1 */
     x[0] = f[0] * b->L[0] + b->xy * y + b->xz * z;
-    x[1] = y;
+    x[1] = y + b->yz * z;
     x[2] = z;
 }
 
