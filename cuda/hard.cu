@@ -53,8 +53,10 @@ __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
  * GATHER, each thread's neighbour list lives in dynamic shared memory, entries a block's
  * thread count apart (consecutive threads, consecutive banks). With TETHER, the harmonic tether
  * th (Frenkel-Ladd runs) decides each move before its overlap tests, as on the CPU; without,
- * th is never read and the kernel is the untethered one. */
-template <int DIM, int NMAX, int CACHE, int GATHER, int TETHER>
+ * th is never read and the kernel is the untethered one. With SKEW (a triclinic box; only with
+ * CACHE = GATHER = TETHER = 0), the overlap tests take the tilts of mv; without, the kernel is
+ * the orthorhombic one, tilts never read. */
+template <int DIM, int NMAX, int CACHE, int GATHER, int TETHER, int SKEW = 0>
 __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_cell_grid g, float *pos,
                                                         const uint32_t *__restrict__ count, int set,
                                                         hard_moves mv, uint64_t seed, uint64_t step,
@@ -70,7 +72,8 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
         const int threads = (int)(blockDim.x * blockDim.y);
         float *nb = GATHER ? nb_shared + threadIdx.x + threadIdx.y * blockDim.x : NULL;
         accepted = hard_cell_update(DIM, NMAX, CACHE, &g, pos, count, xyz, mv, seed, step, nb, threads,
-                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, TETHER ? &th : NULL, &tried);
+                                    DIM == 2 ? HARD_NB_2D : HARD_NB_3D, TETHER ? &th : NULL,
+                                    SKEW ? mv.tilt : NULL, &tried);
     }
     warp_add(&ctr->tried, tried);
     warp_add(&ctr->accepted, accepted);
@@ -131,7 +134,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
         /* this lane's neighbour cells: numbers tl, tl + T, ... of the 3^DIM - 1 around, into
          * its list (entry k, axis a at list_s[k * DIM + a][threadIdx.x]) */
         nl = hard_gather_cells(DIM, NMAX, &g, pos, count, xyz, tl, T, &list_s[0][threadIdx.x],
-                               HARD_TEAM_THREADS, LIST);
+                               HARD_TEAM_THREADS, LIST, NULL);
         scan = nl < 0; /* an overflowed list: the lane scans its cells instead */
         if (scan)
             nl = 0;
@@ -188,18 +191,18 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             hit = tag == 0u || !hard_tether_metropolis(hard_tether_dE_c(&th, DIM, cc, own[i], tp), u, nlu);
         }
         for (int j = tl; j < n && !hit; j += T)
-            hit = j != i && hard_d2_here(DIM, tp, own[j]) < 1.0f;
+            hit = j != i && hard_d2_here(DIM, tp, own[j], NULL) < 1.0f;
         for (int e = 0; e < nl && !hit; e++) {
             float p[3] = {0.0f, 0.0f, 0.0f};
             for (int a = 0; a < DIM; a++)
                 p[a] = list_s[e * DIM + a][threadIdx.x];
-            hit = hard_d2_here(DIM, tp, p) < 1.0f;
+            hit = hard_d2_here(DIM, tp, p, NULL) < 1.0f;
         }
         if (scan && !hit) /* an overflowed list: this lane's cells, every particle */
             for (int q = tl; q < NQ && !hit; q += T) {
                 int off[3];
                 hard_nb_offset(DIM, q, off);
-                hit = hard_overlaps_cell(DIM, NMAX, &g, pos, count, xyz, off, tp);
+                hit = hard_overlaps_cell(DIM, NMAX, &g, pos, count, xyz, off, tp, NULL);
             }
         const unsigned team_bits = (T == 32 ? FULL_WARP : ((1u << T) - 1u)) << lead;
         if ((__ballot_sync(FULL_WARP, hit) & team_bits) == 0) { /* no lane of the team found one */
@@ -225,10 +228,11 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
 }
 
 /* Every particle against its neighbours: overlapping pairs (counted from both ends) and the
- * smallest squared distance. */
-template <int DIM, int NMAX>
+ * smallest squared distance (SKEW: with the tilts of mv). */
+template <int DIM, int NMAX, int SKEW>
 __global__ void __launch_bounds__(256) pair_kernel(carlo_cell_grid g, const float *__restrict__ pos,
-                                                   const uint32_t *__restrict__ count, dev_counters *ctr)
+                                                   const uint32_t *__restrict__ count, dev_counters *ctr,
+                                                   hard_moves mv)
 {
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned int over = 0;
@@ -238,7 +242,8 @@ __global__ void __launch_bounds__(256) pair_kernel(carlo_cell_grid g, const floa
         carlo_cell_coords(&g, c, xyz);
         int n = (int)count[c];
         for (int i = 0; i < n && i < NMAX; i++) {
-            float r2 = hard_particle_scan(DIM, NMAX, &g, pos, count, xyz, i, &over, NULL, NULL);
+            float r2 = hard_particle_scan(DIM, NMAX, &g, pos, count, xyz, i, &over, NULL, NULL,
+                                          SKEW ? mv.tilt : NULL);
             best = fminf(best, r2);
         }
     }
@@ -261,10 +266,10 @@ __global__ void reset_scan_kernel(dev_counters *ctr)
 }
 
 /* Pressure histograms of one configuration, in shared memory when they fit. */
-template <int DIM, int NMAX>
+template <int DIM, int NMAX, int SKEW>
 __global__ void __launch_bounds__(256) hist_kernel(carlo_cell_grid g, const float *__restrict__ pos,
                                                    const uint32_t *__restrict__ count, hard_scan sc,
-                                                   unsigned int *global, int shared)
+                                                   unsigned int *global, int shared, hard_moves mv)
 {
     extern __shared__ unsigned int sh[];
     const int bins = sc.gr_bins + sc.sdf_bins;
@@ -281,7 +286,8 @@ __global__ void __launch_bounds__(256) hist_kernel(carlo_cell_grid g, const floa
         int n = (int)count[c];
         for (int i = 0; i < n && i < NMAX; i++) {
             unsigned int over = 0;
-            float r2 = hard_particle_scan(DIM, NMAX, &g, pos, count, xyz, i, &over, &sc, h);
+            float r2 = hard_particle_scan(DIM, NMAX, &g, pos, count, xyz, i, &over, &sc, h,
+                                          SKEW ? mv.tilt : NULL);
             int b = hard_sdf_bin(r2, &sc);
             if (b >= 0)
                 atomicAdd(&h[sc.gr_bins + b], 1u);
@@ -407,6 +413,13 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
     dim3 block((unsigned)bx, (unsigned)by, 1);
     dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx), (unsigned)((gr.half[1] + by - 1) / by),
               (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
+    if (s->mv.skew) { /* a triclinic box: one thread per cell, its neighbours scanned per move */
+        kernel_fn k = gr.dim == 2 ? subsweep_kernel<2, HARD_NMAX_2D, 0, 0, 0, 1>
+                                  : subsweep_kernel<3, HARD_NMAX_3D, 0, 0, 0, 1>;
+        k<<<grid, block, 0>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th);
+        CK(cudaGetLastError());
+        return 0;
+    }
     if (la.team > 1) {
         kernel_fn k = tether ? team_for<1>(gr.dim, la.team) : team_for<0>(gr.dim, la.team);
         const int64_t per = HARD_TEAM_THREADS / la.team;
@@ -465,14 +478,17 @@ int gpu_shift(hard_system *s, carlo_cell_shift sh)
     return 0;
 }
 
-/* Launch the pair scan of storage d on grid gr (the counters reset by reset_scan_kernel). */
-int launch_pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d)
+/* Launch the pair scan of storage d on grid gr (the counters reset by reset_scan_kernel), with
+ * the tilts of mv. */
+int launch_pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, const hard_moves &mv)
 {
     unsigned blocks = (unsigned)((gr->ncells + 255) / 256);
     if (gr->dim == 2)
-        pair_kernel<2, HARD_NMAX_2D><<<blocks, 256>>>(*gr, d->pos, d->count, g->ctr);
+        (mv.skew ? pair_kernel<2, HARD_NMAX_2D, 1> : pair_kernel<2, HARD_NMAX_2D, 0>)<<<blocks, 256>>>(
+            *gr, d->pos, d->count, g->ctr, mv);
     else
-        pair_kernel<3, HARD_NMAX_3D><<<blocks, 256>>>(*gr, d->pos, d->count, g->ctr);
+        (mv.skew ? pair_kernel<3, HARD_NMAX_3D, 1> : pair_kernel<3, HARD_NMAX_3D, 0>)<<<blocks, 256>>>(
+            *gr, d->pos, d->count, g->ctr, mv);
     CK(cudaGetLastError());
     return 0;
 }
@@ -493,12 +509,12 @@ int read_scan(gpu_impl *g, int64_t *overlaps, double *r2min, unsigned int *rflag
 }
 
 /* Overlapping pairs and the smallest squared distance of storage d on grid gr. */
-int pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, int64_t *overlaps,
-              double *r2min)
+int pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, const hard_moves &mv,
+              int64_t *overlaps, double *r2min)
 {
     reset_scan_kernel<<<1, 1>>>(g->ctr);
     CK(cudaGetLastError());
-    if (launch_pair_scan(g, gr, d))
+    if (launch_pair_scan(g, gr, d, mv))
         return -1;
     unsigned int rflag = 0;
     return read_scan(g, overlaps, r2min, &rflag);
@@ -514,7 +530,7 @@ int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[
     reset_scan_kernel<<<1, 1>>>(g->ctr);
     CK(cudaGetLastError());
     if (carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0) ||
-        launch_pair_scan(g, ng, &g->spare))
+        launch_pair_scan(g, ng, &g->spare, s->mv))
         return -1;
     double r2;
     unsigned int rflag = 0;
@@ -535,7 +551,7 @@ int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
 int gpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
 {
     gpu_impl *g = impl(s);
-    return pair_scan(g, &s->grid, &g->cur, overlaps, r2min);
+    return pair_scan(g, &s->grid, &g->cur, s->mv, overlaps, r2min);
 }
 
 int gpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *sdf)
@@ -555,11 +571,11 @@ int gpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *
     int shared = bins <= 8192;
     size_t smem = shared ? bins * sizeof(unsigned int) : 0;
     if (grd.dim == 2)
-        hist_kernel<2, HARD_NMAX_2D><<<blocks, 256, smem>>>(grd, g->cur.pos, g->cur.count, *sc, g->hist,
-                                                            shared);
+        (s->mv.skew ? hist_kernel<2, HARD_NMAX_2D, 1> : hist_kernel<2, HARD_NMAX_2D, 0>)<<<blocks, 256, smem>>>(
+            grd, g->cur.pos, g->cur.count, *sc, g->hist, shared, s->mv);
     else
-        hist_kernel<3, HARD_NMAX_3D><<<blocks, 256, smem>>>(grd, g->cur.pos, g->cur.count, *sc, g->hist,
-                                                            shared);
+        (s->mv.skew ? hist_kernel<3, HARD_NMAX_3D, 1> : hist_kernel<3, HARD_NMAX_3D, 0>)<<<blocks, 256, smem>>>(
+            grd, g->cur.pos, g->cur.count, *sc, g->hist, shared, s->mv);
     CK(cudaGetLastError());
     unsigned int *h = static_cast<unsigned int *>(carlo_malloc(bins * sizeof(unsigned int), "histograms"));
     if (!h)

@@ -39,11 +39,107 @@ static double wmax(int dim) { return dim == 2 ? HARD_WMAX_2D : HARD_WMAX_3D; }
  * 3.9e9 moves/s at w = 1.258, 4.3e9 at 1.12, 4.2e9 at 1.01). */
 #define HARD_WPREF_3D 1.12
 
+/* The longest diagonal of the parts a cell of grid g in box b splits into (2 x 2 in 2D; 2 x 2 x 3
+ * in 3D, the 3 along axis `three`): two centres in one part would overlap while it is below 1,
+ * so a cell holds at most HARD_NMAX_2D (_3D) centres. */
+static double part_diagonal(const carlo_cell_grid *g, const carlo_box *b, int three)
+{
+    double best = 0;
+    for (int k = 0; k < 4; k++) { /* the diagonals (+-, +-, +) of a part, in skew coordinates */
+        double d[3] = {0, 0, 0}, v[3];
+        for (int a = 0; a < b->dim; a++) {
+            const double part = g->width[a] / (b->dim == 3 && a == three ? 3.0 : 2.0);
+            d[a] = (a == 0 ? 1.0 : a == 1 ? ((k & 1) ? -1.0 : 1.0) : ((k & 2) ? -1.0 : 1.0)) * part;
+        }
+        carlo_box_skew_to_pos(b, d, v);
+        best = fmax(best, sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
+    }
+    return best;
+}
+
 static int plan(carlo_cell_grid *g, const carlo_box *b, double w_pref)
 {
-    return carlo_cells_plan(g, b, 1.0, wmax(b->dim),
-                            w_pref > 0 ? w_pref : (b->dim == 2 ? wmax(2) : HARD_WPREF_3D),
-                            b->dim == 2 ? HARD_NMAX_2D : HARD_NMAX_3D, 1);
+    const int nmax = b->dim == 2 ? HARD_NMAX_2D : HARD_NMAX_3D;
+    double wp = w_pref > 0 ? w_pref : (b->dim == 2 ? wmax(2) : HARD_WPREF_3D);
+    if (carlo_box_orthorhombic(b))
+        return carlo_cells_plan(g, b, 1.0, wmax(b->dim), wp, nmax, 1);
+    if (hard_tilt_check(b))
+        return -1;
+    /* parallelepipeds at least 1 thick between faces whose parts (part_diagonal) are shorter
+     * than 1: the widest such cells, narrowed step by step until the parts fit */
+    double w = wmax(b->dim);
+    for (int tries = 0; tries < 64 && w > 1.0; tries++, w = 1.0 + (w - 1.0) * 0.9) {
+        if (carlo_cells_plan_skew(g, b, 1.0, w, fmin(wp, w), nmax, 1))
+            continue;
+        double diag = part_diagonal(g, b, 0);
+        for (int a = 1; b->dim == 3 && a < 3; a++)
+            diag = fmin(diag, part_diagonal(g, b, a));
+        if (diag < 1.0 - 1e-6)
+            return 0;
+    }
+    double h[3];
+    carlo_box_heights(b, h);
+    return carlo_seterr("the tilted box (Lx, Ly, Lz = %.9g, %.9g, %.9g, xy, xz, yz = %.9g, %.9g, %.9g; widths "
+                        "between faces %.9g, %.9g, %.9g) has no grid of cells, an even number along each "
+                        "lattice vector, at least 1 thick between faces and small enough to hold at most %d "
+                        "centres each: a wider box or smaller tilts are needed", b->L[0], b->L[1],
+                        b->dim == 3 ? b->L[2] : 0.0, b->xy, b->dim == 3 ? b->xz : 0.0, b->dim == 3 ? b->yz : 0.0,
+                        h[0], h[1], b->dim == 3 ? h[2] : 0.0, nmax);
+}
+
+int hard_tilt_check(const carlo_box *b)
+{
+    const double t[3] = {b->xy, b->xz, b->yz};
+    static const char *name[3] = {"xy", "xz", "yz"};
+    for (int k = 0; k < 3; k++) {
+        if (!isfinite(t[k]) || fabs(t[k]) > 0.5)
+            return carlo_seterr("box tilt %s must be a number in [-0.5, 0.5] (got %.9g): a larger tilt "
+                                "is the same lattice with a lattice vector added (reduce it)", name[k], t[k]);
+        if (b->dim == 2 && k > 0 && t[k] != 0)
+            return carlo_seterr("a 2D box has the tilt xy only (got %s = %.9g)", name[k], t[k]);
+    }
+    return 0;
+}
+
+void hard_tilt_of(const carlo_box *b, hard_moves *mv)
+{
+    mv->skew = !carlo_box_orthorhombic(b);
+    for (int k = 0; k < 4; k++)
+        mv->tilt[k] = 0.0f;
+    if (!mv->skew)
+        return;
+    mv->tilt[0] = (float)b->xy;
+    mv->tilt[1] = (float)(b->dim == 3 ? b->xz : 0.0);
+    mv->tilt[2] = (float)(b->dim == 3 ? b->yz : 0.0);
+    /* skew s = A^-1 x with A = [[1, xy, xz], [0, 1, yz], [0, 0, 1]]: |s|^2 <= lambda_max |x|^2,
+     * lambda_max of A^-1 A^-T bounded by Gershgorin's row sums; a point 1 away is at most
+     * sqrt(lambda_max) away in skew coordinates (the cells' frame), with a margin for the
+     * float tilts and the rounding of the squared distances */
+    const double xy = mv->tilt[0], xz = mv->tilt[1], yz = mv->tilt[2];
+    const double B[3][3] = {{1, -xy, xy * yz - xz}, {0, 1, -yz}, {0, 0, 1}}; /* A^-1 */
+    double gmax = 0;
+    for (int i = 0; i < 3; i++) {
+        double row = 0;
+        for (int j = 0; j < 3; j++) {
+            double m = 0;
+            for (int k = 0; k < 3; k++)
+                m += B[i][k] * B[j][k];
+            row += fabs(m);
+        }
+        gmax = fmax(gmax, row);
+    }
+    mv->tilt[3] = (float)(gmax * 1.01);
+}
+
+/* The box of record: the grid's sides (exact multiples of the cell widths) with the tilts of
+ * b, and the kernels' copy of the tilts. */
+static void box_of_grid(hard_system *s, const carlo_cell_grid *g, const carlo_box *b)
+{
+    s->box = carlo_cells_box(g);
+    s->box.xy = b->xy;
+    s->box.xz = b->xz;
+    s->box.yz = b->yz;
+    hard_tilt_of(&s->box, &s->mv);
 }
 
 /* Box sides without a grid: no even m has 1 <= L/m < w_max when m w_max < L < m + 2. Returns
@@ -251,7 +347,6 @@ hard_system *hard_alloc(int dim, int64_t N, const carlo_box *box, carlo_device_k
     s->replicas = 1;
     s->dim = dim;
     s->N = N;
-    s->box = carlo_cells_box(&g); /* the box of record: m w, within m q / 2 of *box */
     s->grid = g;
     s->w_pref = w_pref;
     s->device = dev;
@@ -260,6 +355,7 @@ hard_system *hard_alloc(int dim, int64_t N, const carlo_box *box, carlo_device_k
     s->mv.delta = 0.16f;
     s->mv.moves = 4;
     s->mv.shuffle = 1;
+    box_of_grid(s, &g, box); /* the box of record: m w, within m q / 2 of *box */
     s->dlnV = 0.1 / (double)N;
     s->volume_moves = 1;
     /* MPMC's 32 x 4 was its fastest on the K20; on the H100 disks with neighbour lists of 16
@@ -287,8 +383,11 @@ static int place(hard_system *s, const double *x)
     int rc = -1;
     if (tag && carlo_cell_data_alloc(&s->grid, &h) == 0) {
         for (int64_t k = 0; k < N; k++) {
+            double y[3] = {x[3 * k], x[3 * k + 1], s->dim == 3 ? x[3 * k + 2] : 0.0};
+            if (s->mv.skew) /* the cells hold skew coordinates */
+                carlo_box_pos_to_skew(&s->box, x + 3 * k, y);
             for (int a = 0; a < 3; a++)
-                r[3 * k + a] = a < s->dim ? x[3 * k + a] + 0.5 * s->box.L[a] : 0.0;
+                r[3 * k + a] = a < s->dim ? y[a] + 0.5 * s->box.L[a] : 0.0;
             tag[k] = (uint32_t)k;
         }
         rc = carlo_cells_fill(&s->grid, &h, N, r, tag);
@@ -346,9 +445,14 @@ hard_system *hard_create(const hard_params *p)
     if (carlo_box_check(&p->box))
         return NULL;
     if (!carlo_box_orthorhombic(&p->box)) {
-        carlo_seterr("hard particles run in orthorhombic boxes (xy = xz = yz = 0; got %.9g, %.9g, %.9g)",
-                     p->box.xy, p->box.xz, p->box.yz);
-        return NULL;
+        if (hard_tilt_check(&p->box))
+            return NULL;
+        if (p->init != HARD_INIT_POSITIONS) {
+            carlo_seterr("a tilted box (xy, xz, yz = %.9g, %.9g, %.9g) starts from given positions only "
+                         "(init = { position = ... }): the random and lattice starts fill orthorhombic boxes",
+                         p->box.xy, p->box.xz, p->box.yz);
+            return NULL;
+        }
     }
     double phi = hard_phi_of(p->dim, p->N, &p->box), cp = hard_close_packing(p->dim);
     if (!(phi < cp)) {
@@ -541,6 +645,9 @@ static int try_grid(hard_system *s, const carlo_cell_grid *pg)
 {
     const carlo_cell_grid ng = *pg;
     carlo_box nb = carlo_cells_box(&ng);
+    nb.xy = s->box.xy; /* the tilt factors stay: the skew coordinates scale along */
+    nb.xz = s->box.xz;
+    nb.yz = s->box.yz;
     double lam[3] = {1, 1, 1};
     for (int a = 0; a < s->dim; a++)
         lam[a] = nb.L[a] / s->box.L[a];
@@ -578,9 +685,11 @@ int hard_scale_to(hard_system *s, const carlo_box *target, int *done)
 {
     ALIVE(s);
     *done = 0;
-    if (target->dim != s->dim || carlo_box_check(target) || !carlo_box_orthorhombic(target))
-        return carlo_seterr("the new box must be an orthorhombic box of dimension %d (got dimension %d)",
-                            s->dim, target->dim);
+    if (target->dim != s->dim || carlo_box_check(target) || target->xy != s->box.xy ||
+        target->xz != s->box.xz || target->yz != s->box.yz)
+        return carlo_seterr("the new box must be a box of dimension %d with the tilts of the system's, "
+                            "%.9g, %.9g, %.9g (got dimension %d, tilts %.9g, %.9g, %.9g)", s->dim, s->box.xy,
+                            s->box.xz, s->box.yz, target->dim, target->xy, target->xz, target->yz);
     int r = try_scale(s, target);
     if (r < 0)
         return -1;
@@ -651,7 +760,7 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
         return 0;
     for (int a = 0; a < s->dim; a++) {
         double lo, hi, L = s->box.L[a], Lt = L * pow(phi / o->phi, 1.0 / s->dim);
-        if (grid_gap(s->dim, L, Lt, &lo, &hi))
+        if (!s->mv.skew && grid_gap(s->dim, L, Lt, &lo, &hi)) /* tilted: a shrink without a grid is refused */
             return carlo_seterr("compressing to phi = %.6g takes box sides through [%.4g, %.4g), which "
                                 "have no cell grid (cells of width in [1, %.6g), an even number)",
                                 o->phi, lo, hi, wmax(s->dim));
@@ -819,6 +928,9 @@ static void anchor_sites(hard_system *s, const double p0[3])
 int hard_set_sites(hard_system *s, const double *x)
 {
     ALIVE(s);
+    if (s->mv.skew)
+        return carlo_seterr("the tether's sites need an orthorhombic box (this one has tilts xy, xz, yz = "
+                            "%.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
     const size_t bytes = carlo_mulsize((size_t)s->N, 3 * sizeof(double));
     double *now = carlo_malloc(bytes, "positions");
     if (!now)
@@ -844,6 +956,9 @@ int hard_set_lambda(hard_system *s, double lambda)
     ALIVE(s);
     if (!(lambda >= 0) || !isfinite(lambda))
         return carlo_seterr("lambda must be a finite number >= 0 (got %.17g)", lambda);
+    if (lambda > 0 && s->mv.skew)
+        return carlo_seterr("the tether (lambda > 0) needs an orthorhombic box (this one has tilts xy, xz, "
+                            "yz = %.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
     if (lambda > 0 && s->npt)
         return carlo_seterr("the tether runs in NVT only (this system is NPT at pressure %.9g): "
                             "set pressure = nil first", s->pressure);

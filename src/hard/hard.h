@@ -7,7 +7,10 @@
  * coordinates local to their cell; a particle's position is origin + (cell * width + u),
  * wrapped into the box, where origin follows the random cell shifts so that positions do not
  * drift. Each particle carries its tag (0..N-1) as word 0, so snapshots list particles in a
- * fixed order. Orthorhombic boxes only. */
+ * fixed order. Boxes are triclinic (HOOMD's Lx Ly Lz xy xz yz, core/box.h): the cells are cut
+ * in the box's skew coordinates, origin and the cells' coordinates are skew coordinates, and the
+ * kernels turn separations into vectors with the tilts (hard_moves.tilt); an orthorhombic box is
+ * the case of zero tilts, computed exactly as before tilts existed. */
 #ifndef CARLO_HARD_H
 #define CARLO_HARD_H
 
@@ -52,7 +55,7 @@ typedef struct hard_system {
     CARLO_SYS_HEADER;       /* seed, step (sweeps since the system was handed over), device, dead */
     int dim;
     int64_t N;
-    carlo_box box;          /* orthorhombic; L = m * width of the grid */
+    carlo_box box;          /* L = m * width of the grid, the tilts as given */
     carlo_cell_grid grid;
     double w_pref;          /* preferred cell width (planning); default: the widest allowed */
     double origin[3];       /* where the grid's corner is, in box coordinates from -L/2 */
@@ -102,6 +105,13 @@ typedef struct hard_backend {
 
 extern const hard_backend hard_cpu_backend;
 extern const hard_backend *hard_gpu_backend; /* set by cuda/register.cu, else NULL */
+
+/* The kernels' tilts of a system (NULL in an orthorhombic box). */
+static inline const float *hard_tilt(const hard_system *s) { return s->mv.skew ? s->mv.tilt : NULL; }
+/* mv's skew and tilts for box b (hard_moves.tilt: the reach from the tilts). */
+void hard_tilt_of(const carlo_box *b, hard_moves *mv);
+/* 0, or -1 with a message naming the tilts a hard-particle system cannot run with. */
+int hard_tilt_check(const carlo_box *b);
 
 /* ---------- making systems ---------- */
 
@@ -237,7 +247,7 @@ double hard_pressure_sdf(int dim, int64_t N, double V, const hard_pressure_param
                          const uint64_t *sdf, double samples);
 int hard_scan_from(const hard_pressure_params *pp, hard_scan *sc);
 
-/* Histograms from plain positions (N x 3 in an orthorhombic box): a reference for tests and
+/* Histograms from plain positions (N x 3 in the box, tilted or not): a reference for tests and
  * for analysing snapshots. Distances in double. */
 int hard_histograms_positions(int dim, const carlo_box *b, int64_t N, const double *x,
                               const hard_scan *sc, uint64_t *gr, uint64_t *sdf);

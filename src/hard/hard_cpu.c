@@ -104,13 +104,27 @@ __attribute__((flatten)) static uint32_t cell_update(const carlo_cell_grid *g, i
 {
     if (g->dim == 2)
         return cache ? hard_cell_update(2, HARD_NMAX_2D, 1, g, pos, count, xyz, mv, seed, step, nb, 1,
-                                        HARD_NB_2D, NULL, tr)
+                                        HARD_NB_2D, NULL, NULL, tr)
                      : hard_cell_update(2, HARD_NMAX_2D, 0, g, pos, count, xyz, mv, seed, step, nb, 1,
-                                        HARD_NB_2D, NULL, tr);
+                                        HARD_NB_2D, NULL, NULL, tr);
     return cache ? hard_cell_update(3, HARD_NMAX_3D, 1, g, pos, count, xyz, mv, seed, step, nb, 1,
-                                    HARD_NB_3D, NULL, tr)
+                                    HARD_NB_3D, NULL, NULL, tr)
                  : hard_cell_update(3, HARD_NMAX_3D, 0, g, pos, count, xyz, mv, seed, step, nb, 1,
-                                    HARD_NB_3D, NULL, tr);
+                                    HARD_NB_3D, NULL, NULL, tr);
+}
+
+/* The same in a triclinic box (the tilts of mv): the cell in memory, the neighbours scanned at
+ * every move (the GPU's form for tilted boxes; the decisions do not depend on the form). */
+__attribute__((flatten)) static uint32_t cell_update_skew(const carlo_cell_grid *g, float *pos,
+                                                          const uint32_t *count, const int xyz[3],
+                                                          hard_moves mv, uint64_t seed, uint64_t step,
+                                                          uint32_t *tr)
+{
+    if (g->dim == 2)
+        return hard_cell_update(2, HARD_NMAX_2D, 0, g, pos, count, xyz, mv, seed, step, NULL, 1,
+                                HARD_NB_2D, NULL, mv.tilt, tr);
+    return hard_cell_update(3, HARD_NMAX_3D, 0, g, pos, count, xyz, mv, seed, step, NULL, 1,
+                            HARD_NB_3D, NULL, mv.tilt, tr);
 }
 
 /* The same with the tether on: the cell in memory, every move scanning the neighbour cells (the
@@ -122,9 +136,9 @@ __attribute__((flatten)) static uint32_t cell_update_tether(const carlo_cell_gri
 {
     if (g->dim == 2)
         return hard_cell_update(2, HARD_NMAX_2D, 0, g, pos, count, xyz, mv, seed, step, NULL, 1,
-                                HARD_NB_2D, th, tr);
+                                HARD_NB_2D, th, NULL, tr);
     return hard_cell_update(3, HARD_NMAX_3D, 0, g, pos, count, xyz, mv, seed, step, NULL, 1,
-                            HARD_NB_3D, th, tr);
+                            HARD_NB_3D, th, NULL, tr);
 }
 
 static int cpu_subsweep(hard_system *s, int set, uint64_t step)
@@ -159,8 +173,9 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
         float nbuf[HARD_NB_MAX * 3];
         float *nb = gather ? nbuf : NULL;
         carlo_cell_active(&g, set, t, xyz);
-        accepted += tether ? cell_update_tether(&g, pos, count, xyz, mv, seed, step, &th, &tr)
-                           : cell_update(&g, cache, pos, count, xyz, mv, seed, step, nb, &tr);
+        accepted += tether    ? cell_update_tether(&g, pos, count, xyz, mv, seed, step, &th, &tr)
+                    : mv.skew ? cell_update_skew(&g, pos, count, xyz, mv, seed, step, &tr)
+                              : cell_update(&g, cache, pos, count, xyz, mv, seed, step, nb, &tr);
         tried += tr;
     }
     im->tried += tried;
@@ -232,18 +247,24 @@ static int cpu_shift(hard_system *s, carlo_cell_shift sh)
 /* The pair scan of the particle in slot i of cell xyz, flattened as cell_update is. */
 __attribute__((flatten)) static float particle_scan(const carlo_cell_grid *g, const carlo_cell_data *d,
                                                     const int xyz[3], int i, uint32_t *overlaps,
-                                                    const hard_scan *sc, uint32_t *gr_hist)
+                                                    const hard_scan *sc, uint32_t *gr_hist,
+                                                    const float *tilt)
 {
+    if (tilt)
+        return g->dim == 2 ? hard_particle_scan(2, HARD_NMAX_2D, g, d->pos, d->count, xyz, i, overlaps, sc,
+                                                gr_hist, tilt)
+                           : hard_particle_scan(3, HARD_NMAX_3D, g, d->pos, d->count, xyz, i, overlaps, sc,
+                                                gr_hist, tilt);
     return g->dim == 2 ? hard_particle_scan(2, HARD_NMAX_2D, g, d->pos, d->count, xyz, i, overlaps, sc,
-                                            gr_hist)
+                                            gr_hist, NULL)
                        : hard_particle_scan(3, HARD_NMAX_3D, g, d->pos, d->count, xyz, i, overlaps, sc,
-                                            gr_hist);
+                                            gr_hist, NULL);
 }
 
 /* Overlapping pairs (counted from both ends) and the smallest squared distance over the
  * particles of cells [c0, c1) of storage d. */
 static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_t c0, int64_t c1,
-                      int64_t *overlaps, double *r2min)
+                      const float *tilt, int64_t *overlaps, double *r2min)
 {
     uint64_t over = 0;
     float best = 3.0e38f;
@@ -254,7 +275,7 @@ static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_
         int n = (int)d->count[c];
         for (int i = 0; i < n; i++) {
             uint32_t o = 0;
-            float r2 = particle_scan(g, d, xyz, i, &o, NULL, NULL);
+            float r2 = particle_scan(g, d, xyz, i, &o, NULL, NULL, tilt);
             over += o;
             if (r2 < best)
                 best = r2;
@@ -295,7 +316,7 @@ static int split_scale_trial(hard_system *s, const carlo_cell_grid *ng, const do
         v[1] |= regrid_cells(&s->grid, &im->cur, ng, &im->spare, lam, h[k], h[k] + lc);
     double r2;
     if (!v[1])
-        pair_scan(ng, &im->spare, c0, c1, &v[0], &r2);
+        pair_scan(ng, &im->spare, c0, c1, hard_tilt(s), &v[0], &r2);
     if (hard_split_sum(s, v, 2))
         return -1;
     *overlaps = v[1] ? -1 : v[0] / 2;
@@ -323,7 +344,7 @@ static int cpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const doub
         return 0;
     }
     double r2;
-    pair_scan(ng, &im->spare, 0, ng->ncells, overlaps, &r2);
+    pair_scan(ng, &im->spare, 0, ng->ncells, hard_tilt(s), overlaps, &r2);
     *overlaps /= 2;
     return 0;
 }
@@ -343,7 +364,7 @@ static int cpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
     int64_t c0 = 0, c1 = s->grid.ncells;
     if (s->split)
         hard_split_cells(s, &s->grid, &c0, &c1);
-    pair_scan(&s->grid, &impl(s)->cur, c0, c1, overlaps, r2min);
+    pair_scan(&s->grid, &impl(s)->cur, c0, c1, hard_tilt(s), overlaps, r2min);
     if (s->split && (hard_split_sum(s, overlaps, 1) || hard_split_min(s, r2min)))
         return -1;
     *overlaps /= 2;
@@ -354,6 +375,7 @@ static int cpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uin
 {
     const carlo_cell_grid *g = &s->grid;
     const carlo_cell_data *d = &impl(s)->cur;
+    const float *tilt = hard_tilt(s);
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
@@ -380,7 +402,7 @@ static int cpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uin
             int n = (int)d->count[c];
             for (int i = 0; i < n; i++) {
                 uint32_t o = 0;
-                float r2 = particle_scan(g, d, xyz, i, &o, sc, h);
+                float r2 = particle_scan(g, d, xyz, i, &o, sc, h, tilt);
                 int b = hard_sdf_bin(r2, sc);
                 if (b >= 0)
                     hs[b]++;

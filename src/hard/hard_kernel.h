@@ -70,14 +70,39 @@ typedef struct hard_moves {
     float delta;   /* largest displacement (radius of the disk / ball of trial moves) */
     int moves;     /* n_M: trial moves per active, non-empty cell */
     int shuffle;   /* 1: random permutation in each cell; 0: storage order (MPMC Table 1 only) */
+    int skew;      /* 1: a triclinic box, the cells cut in its skew coordinates (core/box.h) */
+    float tilt[4]; /* the box's xy, xz, yz, and the reach: a particle whose squared distance in
+                      skew coordinates from a cell is reach or more is 1 or more away from every
+                      point of it (set by the host with the box, hard_tilt_of) */
 } hard_moves;
 
-/* Squared distance between point t and the particle at p of a cell whose frame is s away. The
- * one formula for every overlap decision (acceptance, volume moves, checks). */
-CARLO_HD float hard_d2(int dim, const float t[3], const float p[3], const float s[3])
+/* The kernels take the tilts as `tilt` (NULL: an orthorhombic box, where every computation is
+ * the one made before triclinic boxes existed). A separation d in skew coordinates is the
+ * vector (d0 + xy d1 + xz d2, d1 + yz d2, d2), summed in float without contraction, so the CPU
+ * and the GPU decide alike. */
+CARLO_HD float hard_r2_tilted(int dim, float dx, float dy, float dz, const float *tilt)
+{
+    float vx = dx + tilt[0] * dy;
+    float vy = dy;
+    if (dim == 3) {
+        vx = vx + tilt[1] * dz;
+        vy = vy + tilt[2] * dz;
+    }
+    float r2 = vx * vx + vy * vy;
+    if (dim == 3)
+        r2 = r2 + dz * dz;
+    return r2;
+}
+
+/* Squared distance between point t and the particle at p of a cell whose frame is s away (with
+ * tilt: of the vector the skew separation stands for, hard_r2_tilted). The one formula for every
+ * overlap decision (acceptance, volume moves, checks). */
+CARLO_HD float hard_d2(int dim, const float t[3], const float p[3], const float s[3], const float *tilt)
 {
     float dx = t[0] - (p[0] + s[0]);
     float dy = t[1] - (p[1] + s[1]);
+    if (tilt)
+        return hard_r2_tilted(dim, dx, dy, dim == 3 ? t[2] - (p[2] + s[2]) : 0.0f, tilt);
     float r2 = dx * dx + dy * dy;
     if (dim == 3) {
         float dz = t[2] - (p[2] + s[2]);
@@ -88,10 +113,12 @@ CARLO_HD float hard_d2(int dim, const float t[3], const float p[3], const float 
 
 /* hard_d2 for a particle in the same frame (s = 0): t - p equals t - (p + 0) up to the sign of
  * a zero, so the squares, and every decision, are the same; the additions of zero are not made. */
-CARLO_HD float hard_d2_here(int dim, const float t[3], const float p[3])
+CARLO_HD float hard_d2_here(int dim, const float t[3], const float p[3], const float *tilt)
 {
     float dx = t[0] - p[0];
     float dy = t[1] - p[1];
+    if (tilt)
+        return hard_r2_tilted(dim, dx, dy, dim == 3 ? t[2] - p[2] : 0.0f, tilt);
     float r2 = dx * dx + dy * dy;
     if (dim == 3) {
         float dz = t[2] - p[2];
@@ -251,7 +278,7 @@ CARLO_HD void hard_displacement(const carlo_cell_grid *g, int dim, float d, uint
  * GPU team kernel's scan when its neighbour list overflowed. */
 CARLO_HD int hard_overlaps_cell(const int dim, const int nmax, const carlo_cell_grid *g, const float *pos,
                                    const uint32_t *count, const int xyz[3], const int off[3],
-                                   const float t[3])
+                                   const float t[3], const float *tilt)
 {
     float s[3];
     const int64_t cn = carlo_cell_neighbor(g, xyz, off, s);
@@ -262,7 +289,7 @@ CARLO_HD int hard_overlaps_cell(const int dim, const int nmax, const carlo_cell_
         float p[3] = {0.0f, 0.0f, 0.0f};
         for (int a = 0; a < dim; a++)
             p[a] = HARD_LOAD(&pos[carlo_cell_slot(g, cn, j, a)]);
-        if (hard_d2(dim, t, p, s) < 1.0f)
+        if (hard_d2(dim, t, p, s, tilt) < 1.0f)
             return 1;
     }
     return 0;
@@ -272,10 +299,12 @@ CARLO_HD int hard_overlaps_cell(const int dim, const int nmax, const carlo_cell_
  * A neighbour is skipped when the nearest point of its cell is at least 1 away: the squared
  * distances to the faces crossed, summed in the order hard_d2 sums, bound every particle's
  * computed distance from below (all values are exact multiples of q, rounding is monotonic),
- * so the pruning changes no decision. */
+ * so the pruning changes no decision. In a triclinic box (tilt) those are distances in skew
+ * coordinates, and a cell is skipped from tilt[3] on (hard_moves), which bounds them for every
+ * point within 1 with a margin far above the rounding. */
 CARLO_HD int hard_overlaps_neighbors(const int dim, const int nmax, const carlo_cell_grid *g,
                                         const float *pos, const uint32_t *count, const int xyz[3],
-                                        const float t[3])
+                                        const float t[3], const float *tilt)
 {
     float lo2[3], hi2[3]; /* squared distances to the low and high faces */
     for (int a = 0; a < 3; a++) {
@@ -295,10 +324,10 @@ CARLO_HD int hard_overlaps_neighbors(const int dim, const int nmax, const carlo_
                 float near2 = fx + fy;
                 if (dim == 3)
                     near2 = near2 + fz;
-                if (!(near2 < 1.0f))
+                if (!(near2 < (tilt ? tilt[3] : 1.0f)))
                     continue;
                 const int off[3] = {ox, oy, oz};
-                if (hard_overlaps_cell(dim, nmax, g, pos, count, xyz, off, t))
+                if (hard_overlaps_cell(dim, nmax, g, pos, count, xyz, off, t, tilt))
                     return 1;
             }
         }
@@ -310,8 +339,9 @@ CARLO_HD int hard_overlaps_neighbors(const int dim, const int nmax, const carlo_
  * into it, stored as p + s, its position in the active cell's frame, the very float hard_d2
  * forms (so a test against the list decides exactly as hard_overlaps_neighbors does). A trial
  * position t lies in [0, w) along every axis; a particle whose distance to that box is 1 or
- * more can overlap none of them. The box distance is computed in float and compared with a
- * margin far above its rounding, so no particle that could overlap is ever left out. Inactive
+ * more can overlap none of them (in a triclinic box: whose skew distance reaches tilt[3]). The
+ * box distance is computed in float and compared with a margin far above its rounding, so no
+ * particle that could overlap is ever left out. Inactive
  * cells do not change during a sub-sweep: the list, gathered once, serves all n_M moves, and
  * its loads are independent, where the per-move scan waits on one cell after another. Entry k,
  * axis a is nb[(k * dim + a) * stride] (stride: the threads sharing the buffer). Returns the
@@ -416,7 +446,7 @@ CARLO_HD void hard_nbcell_load(const int dim, const int nmax, const carlo_cell_g
  * cap (never tested where the cells cannot fill it). */
 CARLO_HD int hard_nbcell_sift(const int dim, const int nmax, const carlo_cell_grid *g,
                                  const float *pos, const hard_nbcell *c, float *nb, int stride,
-                                 int cap, int k)
+                                 int cap, int k, const float *tilt)
 {
     HARD_UNROLL
     for (int j = 0; j < nmax; j++) {
@@ -427,7 +457,7 @@ CARLO_HD int hard_nbcell_sift(const int dim, const int nmax, const carlo_cell_gr
         for (int a = 0; a < dim; a++)
             p[a] = HARD_EAGER_ON && j < HARD_EAGER_N(dim) ? c->slot[j < HARD_EAGER ? j : 0][a]
                                                           : HARD_LOAD(&pos[carlo_cell_slot(g, c->cn, j, a)]);
-        if (!(hard_reach2(dim, c->off, p, c->s, g->w, ps) < 1.001f))
+        if (!(hard_reach2(dim, c->off, p, c->s, g->w, ps) < (tilt ? tilt[3] : 1.001f)))
             continue;
         if (cap < (dim == 3 ? 26 : 8) * nmax && k == cap)
             return -1;
@@ -445,7 +475,7 @@ CARLO_HD int hard_nbcell_sift(const int dim, const int nmax, const carlo_cell_gr
  * eight cells unroll and their offsets become constants. */
 CARLO_HD int hard_gather_cells(const int dim, const int nmax, const carlo_cell_grid *g,
                                   const float *pos, const uint32_t *count, const int xyz[3], int q0,
-                                  int step, float *nb, int stride, int cap)
+                                  int step, float *nb, int stride, int cap, const float *tilt)
 {
     const int nq = dim == 3 ? 26 : 8;
     int k = 0;
@@ -459,7 +489,7 @@ CARLO_HD int hard_gather_cells(const int dim, const int nmax, const carlo_cell_g
         for (int q = q0; q < 8; q += step) {
             if (q + step < 8)
                 hard_nbcell_load(dim, nmax, g, pos, count, xyz, q + step, &next);
-            if ((k = hard_nbcell_sift(dim, nmax, g, pos, &cur, nb, stride, cap, k)) < 0)
+            if ((k = hard_nbcell_sift(dim, nmax, g, pos, &cur, nb, stride, cap, k, tilt)) < 0)
                 return -1;
             cur = next; /* after the last cell, a copy never used */
         }
@@ -467,7 +497,7 @@ CARLO_HD int hard_gather_cells(const int dim, const int nmax, const carlo_cell_g
         for (int q = q0; q < nq; q += step) {
             if (q + step < nq)
                 hard_nbcell_load(dim, nmax, g, pos, count, xyz, q + step, &next);
-            if ((k = hard_nbcell_sift(dim, nmax, g, pos, &cur, nb, stride, cap, k)) < 0)
+            if ((k = hard_nbcell_sift(dim, nmax, g, pos, &cur, nb, stride, cap, k, tilt)) < 0)
                 return -1;
             cur = next;
         }
@@ -657,7 +687,7 @@ CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cach
                                       const carlo_cell_grid *g, float *pos, const uint32_t *count,
                                       const int xyz[3], hard_moves mv, uint64_t seed, uint64_t step,
                                       float *nb, int nb_stride, int nb_cap, const hard_tether *th,
-                                      uint32_t *tried)
+                                      const float *tilt, uint32_t *tried)
 {
     const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
     float own[HARD_NMAX][3];
@@ -674,7 +704,7 @@ CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cach
         return 0;
     if (n > nmax)
         n = nmax;
-    const int nbn = nb ? hard_gather_cells(dim, nmax, g, pos, count, xyz, 0, 1, nb, nb_stride, nb_cap) : -1;
+    const int nbn = nb ? hard_gather_cells(dim, nmax, g, pos, count, xyz, 0, 1, nb, nb_stride, nb_cap, tilt) : -1;
     const uint64_t perm = mv.shuffle ? hard_permutation(n, seed, step, (uint32_t)c) : HARD_IDENTITY;
     uint32_t accepted = 0;
     int k = 0;
@@ -724,7 +754,7 @@ CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cach
         if (cache) {
             HARD_UNROLL
             for (int j = 0; j < nmax; j++) /* full loops with static indices keep own[] in registers */
-                if (ok && j != i && j < n && hard_d2_here(dim, t, own[j]) < 1.0f)
+                if (ok && j != i && j < n && hard_d2_here(dim, t, own[j], tilt) < 1.0f)
                     ok = 0;
         } else {
             for (int j = 0; j < n && ok; j++) {
@@ -734,7 +764,7 @@ CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cach
                 HARD_UNROLL
                 for (int a = 0; a < dim; a++)
                     p[a] = pos[carlo_cell_slot(g, c, j, a)];
-                if (hard_d2_here(dim, t, p) < 1.0f)
+                if (hard_d2_here(dim, t, p, tilt) < 1.0f)
                     ok = 0;
             }
         }
@@ -745,12 +775,12 @@ CARLO_HD uint32_t hard_cell_update(const int dim, const int nmax, const int cach
                 HARD_UNROLL
                 for (int a = 0; a < dim; a++)
                     p[a] = e[a * nb_stride];
-                if (hard_d2_here(dim, t, p) < 1.0f) {
+                if (hard_d2_here(dim, t, p, tilt) < 1.0f) {
                     ok = 0;
                     break;
                 }
             }
-        } else if (ok && hard_overlaps_neighbors(dim, nmax, g, pos, count, xyz, t)) {
+        } else if (ok && hard_overlaps_neighbors(dim, nmax, g, pos, count, xyz, t, tilt)) {
             ok = 0;
         }
         if (!ok)
@@ -817,7 +847,7 @@ typedef struct hard_scan {
 CARLO_HD float hard_particle_scan(const int dim, const int nmax, const carlo_cell_grid *g,
                                      const float *pos, const uint32_t *count, const int xyz[3],
                                      int i, uint32_t *overlaps, const hard_scan *sc,
-                                     uint32_t *gr_hist)
+                                     uint32_t *gr_hist, const float *tilt)
 {
     const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
     float t[3] = {0.0f, 0.0f, 0.0f};
@@ -841,7 +871,7 @@ CARLO_HD float hard_particle_scan(const int dim, const int nmax, const carlo_cel
                     float p[3] = {0.0f, 0.0f, 0.0f};
                     for (int a = 0; a < dim; a++)
                         p[a] = pos[carlo_cell_slot(g, cn, j, a)];
-                    float r2 = hard_d2(dim, t, p, s);
+                    float r2 = hard_d2(dim, t, p, s, tilt);
                     if (r2 < best)
                         best = r2;
                     if (r2 < 1.0f)

@@ -47,8 +47,8 @@ static hard_system *check(lua_State *L, int idx)
 
 /* ---------- arguments ---------- */
 
-/* A box: a number (square / cube), { Lx, Ly [, Lz] } or the six GSD numbers
- * { Lx, Ly, Lz, xy, xz, yz } (tilts must be 0; Lz 0 or 1 in 2D, as HOOMD writes it). */
+/* A box: a number (square / cube), { Lx, Ly [, Lz], xy =, xz =, yz = } or the six GSD numbers
+ * { Lx, Ly, Lz, xy, xz, yz } (Lz 0 or 1 in 2D, as HOOMD writes it; 2D: the tilt xy only). */
 static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, const char *key)
 {
     idx = lua_absindex(L, idx);
@@ -76,15 +76,33 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
         fail(L, "%s: %s must be a number or a table of side lengths (got a %s)", where, key,
              luaL_typename(L, idx));
     }
-    if (n == 6 && (v[3] != 0 || v[4] != 0 || v[5] != 0))
-        fail(L, "%s: %s: tilted boxes are not supported (xy = xz = yz = 0 required; got %g, %g, %g)",
-             where, key, v[3], v[4], v[5]);
+    static const char *const tilt_keys[3] = {"xy", "xz", "yz"};
+    for (int k = 0; lua_type(L, idx) == LUA_TTABLE && k < 3; k++) {
+        if (lua_getfield(L, idx, tilt_keys[k]) != LUA_TNIL) {
+            int isnum;
+            const double t = lua_tonumberx(L, -1, &isnum);
+            if (n == 6)
+                fail(L, "%s: %s: give the tilts either as the six GSD numbers or as %s =, not both", where,
+                     key, tilt_keys[k]);
+            if (!isnum || !isfinite(t))
+                fail(L, "%s: %s.%s must be a finite number (got %s)", where, key, tilt_keys[k],
+                     luaL_tolstring(L, -1, NULL));
+            v[3 + k] = t;
+        }
+        lua_pop(L, 1);
+    }
     if (n == 6 && dim == 2 && v[2] != 0 && v[2] != 1)
         fail(L, "%s: %s: a 2D box has Lz = 0 (got %g)", where, key, v[2]);
     for (int a = 0; a < dim; a++)
         if (!(v[a] > 0))
             fail(L, "%s: %s: side %d must be > 0 (got %g)", where, key, a + 1, v[a]);
-    return carlo_box_make(dim, v);
+    carlo_box b = carlo_box_make(dim, v);
+    b.xy = v[3];
+    b.xz = v[4];
+    b.yz = v[5];
+    if (hard_tilt_check(&b))
+        fail(L, "%s: %s: %s", where, key, carlo_errmsg());
+    return b;
 }
 
 /* Positions: a carlo.array N x d (N x 3 with z = 0 in 2D also), or a list of { x, y [, z] };
@@ -217,6 +235,9 @@ static lua_Integer snapshot_init(lua_State *L, int snap, int dim, const char *wh
             if (fabs(b.L[a] - p->box.L[a]) > 1e-6 * p->box.L[a])
                 fail(L, "%s: box side %d = %.9g does not match the snapshot's %.9g (the snapshot "
                         "brings its box)", where, a + 1, b.L[a], p->box.L[a]);
+        if (b.xy != p->box.xy || b.xz != p->box.xz || b.yz != p->box.yz)
+            fail(L, "%s: box tilts %.9g, %.9g, %.9g do not match the snapshot's %.9g, %.9g, %.9g (the "
+                    "snapshot brings its box)", where, b.xy, b.xz, b.yz, p->box.xy, p->box.xz, p->box.yz);
     }
     lua_Integer step = 0; /* a snapshot's step carries on (trajectories continue their numbering) */
     if (lua_getfield(L, snap, "step") != LUA_TNIL) {
@@ -514,7 +535,9 @@ static int l_steinhardt(lua_State *L)
     carlo_args_allowed(L, 2, where, keys);
     if (s->dim != 3)
         return luaL_error(L, "%s: Q4 and Q6 are the bond order of spheres (3D)", where);
-    const double half = 0.5 * fmin(s->box.L[0], fmin(s->box.L[1], s->box.L[2]));
+    double h[3];
+    carlo_box_heights(&s->box, h); /* the widths between faces: L in an orthorhombic box */
+    const double half = 0.5 * fmin(h[0], fmin(h[1], h[2]));
     const double rc = carlo_arg_num(L, 2, where, "rc", 0,
                                     carlo_steinhardt_rc((double)s->N / carlo_box_volume(&s->box)), 0, 0,
                                     half, 1);
@@ -884,9 +907,11 @@ static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const 
     if (o->steinhardt && s->dim != 3)
         fail(L, "%s: steinhardt (Q4, Q6) is the bond order of spheres (this system holds disks)", where);
     o->rc = carlo_arg_num(L, args, where, "rc", 0, 1.4, 0, 0, INFINITY, 0);
-    if (o->psi6 && o->rc > 0.5 * fmin(s->box.L[0], s->box.L[1]))
-        fail(L, "%s: rc must be below half the box, %g (got %g)", where,
-             0.5 * fmin(s->box.L[0], s->box.L[1]), o->rc);
+    double h[3];
+    carlo_box_heights(&s->box, h); /* the widths between faces: L in an orthorhombic box */
+    if (o->psi6 && o->rc > 0.5 * fmin(h[0], h[1]))
+        fail(L, "%s: rc must be below half the box's width, %g (got %g)", where, 0.5 * fmin(h[0], h[1]),
+             o->rc);
     hard_pressure_defaults(&o->pp);
     o->fit = carlo_arg_has(L, args, "gr") || carlo_arg_has(L, args, "sdf");
     parse_fit(L, args, where, "gr", &o->pp.gr_dr, &o->pp.gr_width, &o->pp.gr_degree, "dr", "width");

@@ -101,6 +101,9 @@ int hard_split_on(hard_system *s)
     if (s->device == CARLO_GPU)
         return carlo_seterr("decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo "
                             "exchange is not built yet)");
+    if (s->mv.skew)
+        return carlo_seterr("decompose = true needs an orthorhombic box (this one has tilts xy, xz, yz = "
+                            "%.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
     if (s->split)
         return 0;
     hard_split *p = carlo_calloc(1, sizeof *p, "the decomposition");

@@ -359,6 +359,10 @@ int hard_positions(hard_system *s, double *x)
                 v += L;
             out[a] = v;
         }
+        if (s->mv.skew) { /* skew coordinates into the position (core/box.h) */
+            const double sk[3] = {out[0], out[1], out[2]};
+            carlo_box_skew_to_pos(&s->box, sk, out);
+        }
     }
     free(r);
     free(tag);
@@ -412,7 +416,7 @@ int hard_overlaps(hard_system *s, int64_t *count, int64_t *pairs, int64_t max)
                             float p[3] = {0, 0, 0};
                             for (int a = 0; a < g->dim; a++)
                                 p[a] = h.pos[carlo_cell_slot(g, cn, j, a)];
-                            if (hard_d2(g->dim, t, p, sv) < 1.0f) {
+                            if (hard_d2(g->dim, t, p, sv, hard_tilt(s)) < 1.0f) {
                                 if (found < max) {
                                     pairs[2 * found] = ti;
                                     pairs[2 * found + 1] = tj;
@@ -484,8 +488,10 @@ int hard_psi6(hard_system *s, double rc, double *global, double *local, double *
 {
     if (s->dim != 2)
         return carlo_seterr("psi6 is the hexatic order of disks (2D)");
-    if (!(rc > 0) || rc > 0.5 * fmin(s->box.L[0], s->box.L[1]))
-        return carlo_seterr("rc must be > 0 and below half the box (got %g)", rc);
+    double h[3];
+    carlo_box_heights(&s->box, h); /* L in an orthorhombic box */
+    if (!(rc > 0) || rc > 0.5 * fmin(h[0], h[1]))
+        return carlo_seterr("rc must be > 0 and below half the box's width, %g (got %g)", 0.5 * fmin(h[0], h[1]), rc);
     double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
     if (!x)
         return -1;

@@ -7,8 +7,12 @@
 
 #include "core/error.h"
 
-static int64_t cell_of(const hard_plain *p, const double y[3])
+/* The cells are cut in skew coordinates (core/box.h), each at least rc thick between faces. */
+static int64_t cell_of(const hard_plain *p, const double x[3])
 {
+    double y[3] = {x[0], x[1], x[2]};
+    if (!carlo_box_orthorhombic(&p->box))
+        carlo_box_pos_to_skew(&p->box, x, y);
     int64_t c = 0;
     for (int a = p->dim - 1; a >= 0; a--) {
         double f = (y[a] + 0.5 * p->box.L[a]) / p->w[a];
@@ -32,12 +36,14 @@ int hard_plain_init(hard_plain *p, int dim, const carlo_box *b, int64_t N, const
     p->N = N;
     p->x = x;
     int64_t cells = 1;
+    double h[3];
+    carlo_box_heights(b, h); /* L in an orthorhombic box */
     for (int a = 0; a < 3; a++) {
         p->m[a] = 1;
         p->w[a] = a < dim ? b->L[a] : 1.0;
         if (a >= dim)
             continue;
-        double m = floor(b->L[a] / rc);
+        double m = floor(h[a] / rc);
         if (m >= 3) {
             if (m > 4096)
                 m = 4096;

@@ -1,4 +1,4 @@
-/* hard_plain.h — a plain cell list over double positions in an orthorhombic box, for the
+/* hard_plain.h — a plain cell list over double positions in a (triclinic) box, for the
  * host-side work on snapshots: the random start, overlap reports, pressure histograms of
  * given positions and the hexatic order parameter. Small and obvious; not the MPMC cells. */
 #ifndef CARLO_HARD_PLAIN_H

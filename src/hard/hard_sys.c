@@ -263,6 +263,7 @@ int hard_checkpoint(hard_system *s, carlo_frame *f)
                       s->origin[2], s->w_pref, 0};
     double par[4] = {(double)s->mv.delta, s->pressure, s->dlnV, s->lambda};
     int32_t flags[4] = {s->mv.moves, s->mv.shuffle, s->npt, s->volume_moves};
+    double tilts[3] = {s->box.xy, s->box.xz, s->box.yz};
     int rc = carlo_frame_add_string(f, "carlo/model", "hard") ||
              carlo_frame_add_u64(f, "configuration/step", s->step) ||
              carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
@@ -273,7 +274,8 @@ int hard_checkpoint(hard_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "hard/flags", CARLO_I32, 4, 1, flags) ||
              carlo_frame_add_u64(f, "hard/insert_calls", s->icalls) ||
              (s->sites && carlo_frame_add_copy(f, "hard/sites", CARLO_F64, (uint64_t)s->N, 3, s->sites)) ||
-             (s->split && carlo_frame_add_u64(f, "hard/split", 1)); /* split again when loaded */
+             (s->split && carlo_frame_add_u64(f, "hard/split", 1)) || /* split again when loaded */
+             (s->mv.skew && carlo_frame_add_copy(f, "hard/tilts", CARLO_F64, 3, 1, tilts));
     if (!rc) {
         uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
         rc = carlo_frame_add_owned(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells, h.pos);
@@ -309,6 +311,14 @@ hard_system *hard_restore(const carlo_frame *f, carlo_device_kind device)
         return NULL;
     }
     carlo_box box = carlo_box_make(dim, geom);
+    if (carlo_frame_find(f, "hard/tilts")) { /* a triclinic box: xy, xz, yz */
+        const double *t = carlo_frame_expect(f, "hard/tilts", CARLO_F64, 3, 1);
+        if (!t)
+            return NULL;
+        box.xy = t[0];
+        box.xz = t[1];
+        box.yz = t[2];
+    }
     hard_system *s = hard_alloc(dim, (int64_t)cnt[3], &box, device, *seed, geom[6]);
     if (!s)
         return NULL;

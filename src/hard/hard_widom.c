@@ -12,7 +12,7 @@
 
 /* Whether the point u (local to cell xyz) overlaps a particle of its own cell or a neighbour. */
 __attribute__((flatten)) static int point_overlaps(const carlo_cell_grid *g, const carlo_cell_data *d,
-                                                   const int xyz[3], const float u[3])
+                                                   const int xyz[3], const float u[3], const float *tilt)
 {
     const int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
     const int n = (int)d->count[c];
@@ -20,11 +20,11 @@ __attribute__((flatten)) static int point_overlaps(const carlo_cell_grid *g, con
         float p[3] = {0.0f, 0.0f, 0.0f};
         for (int a = 0; a < g->dim; a++)
             p[a] = d->pos[carlo_cell_slot(g, c, j, a)];
-        if (hard_d2_here(g->dim, u, p) < 1.0f)
+        if (hard_d2_here(g->dim, u, p, tilt) < 1.0f)
             return 1;
     }
-    return g->dim == 2 ? hard_overlaps_neighbors(2, HARD_NMAX_2D, g, d->pos, d->count, xyz, u)
-                       : hard_overlaps_neighbors(3, HARD_NMAX_3D, g, d->pos, d->count, xyz, u);
+    return g->dim == 2 ? hard_overlaps_neighbors(2, HARD_NMAX_2D, g, d->pos, d->count, xyz, u, tilt)
+                       : hard_overlaps_neighbors(3, HARD_NMAX_3D, g, d->pos, d->count, xyz, u, tilt);
 }
 
 /* Test point k of call `call`: uniform in the box from Philox(seed, INSERT, call, k, 0..1),
@@ -38,7 +38,8 @@ static void test_point(const hard_system *s, uint64_t call, uint32_t k, int xyz[
     u[0] = u[1] = u[2] = 0.0f;
     for (int a = 0; a < s->dim; a++) {
         const double L = s->box.L[a];
-        /* the offset from the grid's corner of a uniform point is itself uniform in [0, L) */
+        /* the offset from the grid's corner of a uniform point is itself uniform in [0, L) (in
+         * skew coordinates in a triclinic box, whose map to positions keeps volumes) */
         carlo_cell_cut(&s->grid, a, carlo_u01(w[2 * a], w[2 * a + 1]) * L, &xyz[a], &u[a]);
     }
 }
@@ -71,7 +72,7 @@ int hard_insert_test(hard_system *s, uint64_t n, uint64_t *free_points)
             int xyz[3];
             float u[3];
             test_point(s, call, (uint32_t)(k0 + (uint64_t)j), xyz, u);
-            got += !point_overlaps(&s->grid, &h, xyz, u);
+            got += !point_overlaps(&s->grid, &h, xyz, u, hard_tilt(s));
         }
         hits += got;
         stopped = carlo_interrupted != 0;

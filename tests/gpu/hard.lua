@@ -100,6 +100,80 @@ c:run{ sweeps = 100 }
 g:run{ sweeps = 100 }
 same("gpu/hard/bitwise-disks-npt-volume-moves", c, g)
 
+-- triclinic boxes: the one-thread kernel with the tilts (SKEW), the pair scans of volume moves
+-- and the pressure histograms with the tilts, against the CPU
+local function hex_tilted(nx, rows, shift, phi)
+  local a = math.sqrt(math.pi / 4 / phi * 2 / math.sqrt(3))
+  local h = a * math.sqrt(3) / 2
+  local Lx, Ly = nx * a, rows * h
+  local x = carlo.array("f64", { shape = { nx * rows, 2 } })
+  for j = 0, rows - 1 do
+    for i = 0, nx - 1 do
+      x[2 * (j * nx + i) + 1] = (i + 0.5 * j) * a - 0.5 * Lx
+      x[2 * (j * nx + i) + 2] = (j + 0.5) * h - 0.5 * Ly
+    end
+  end
+  return x, { Lx, Ly, xy = shift * a / Ly }
+end
+local function fcc_tilted(nx, rows, layers, shift, phi)
+  local a = (math.pi / 6 / phi * math.sqrt(2)) ^ (1 / 3)
+  local h, cc = a * math.sqrt(3) / 2, a * math.sqrt(2 / 3)
+  local Lx, Ly, Lz = nx * a, rows * h, layers * cc
+  local x = carlo.array("f64", { shape = { nx * rows * layers, 3 } })
+  local k = 0
+  for l = 0, layers - 1 do
+    local ox, oy = (l % 3) * 0.5 * a, (l % 3) * a / (2 * math.sqrt(3))
+    for j = 0, rows - 1 do
+      for i = 0, nx - 1 do
+        x[k + 1] = (i + 0.5 * j) * a + ox - 0.5 * Lx
+        x[k + 2] = (j + 0.25) * h + oy - 0.5 * Ly
+        x[k + 3] = (l + 0.5) * cc - 0.5 * Lz
+        k = k + 3
+      end
+    end
+  end
+  return x, { Lx, Ly, Lz, shift * a / Ly, 0, 0 }
+end
+do
+  local x, box = hex_tilted(64, 63, 16.5, 0.70)
+  c, g = pair(carlo.hard_disks, { init = { position = x, box = box }, seed = 21 })
+  c:run{ sweeps = 300 }
+  g:run{ sweeps = 300 }
+  same("gpu/hard/bitwise-disks-tilted-nvt", c, g)
+  for _, s in ipairs{ c, g } do s.pressure = 8.5; s.dlnV = 2 / s.N end
+  c:run{ sweeps = 200 }
+  g:run{ sweeps = 200 }
+  same("gpu/hard/bitwise-disks-tilted-npt", c, g)
+  local hc = c:sample{ sweeps = 20, every = 4, series = true, psi6 = true, widom = 5000 }
+  local hg = g:sample{ sweeps = 20, every = 4, series = true, psi6 = true, widom = 5000 }
+  check.ok("gpu/hard/pressure-bitwise-disks-tilted", hc.series.P_gr == hg.series.P_gr and
+    hc.series.P_sdf == hg.series.P_sdf and hc.series.psi6 == hg.series.psi6 and hc.series.p_insert == hg.series.p_insert)
+  x, box = fcc_tilted(12, 13, 12, 4.5, 0.55)
+  c, g = pair(carlo.hard_spheres, { init = { position = x, box = box }, seed = 22 })
+  c:run{ sweeps = 200 }
+  g:run{ sweeps = 200 }
+  same("gpu/hard/bitwise-spheres-tilted-nvt", c, g)
+  for _, s in ipairs{ c, g } do s.pressure = 11.5; s.dlnV = 2 / s.N end
+  c:run{ sweeps = 200 }
+  g:run{ sweeps = 200 }
+  same("gpu/hard/bitwise-spheres-tilted-npt", c, g)
+  hc = c:sample{ sweeps = 20, every = 4, series = true, steinhardt = true }
+  hg = g:sample{ sweeps = 20, every = 4, series = true, steinhardt = true }
+  check.ok("gpu/hard/pressure-bitwise-spheres-tilted", hc.series.P_gr == hg.series.P_gr and
+    hc.series.P_sdf == hg.series.P_sdf and hc.series.Q6 == hg.series.Q6)
+  -- the launch options do not apply to tilted boxes (one form): the chain stays the CPU's
+  g:launch{ team = 4, gather = true }
+  c:run{ sweeps = 50 }
+  g:run{ sweeps = 50 }
+  same("gpu/hard/bitwise-spheres-tilted-launch", c, g)
+  -- invariants of a larger tilted system after a longer run
+  x, box = hex_tilted(256, 256, 64, 0.698)
+  local big = carlo.hard_disks{ init = { position = x, box = box }, seed = 23, device = "gpu", quiet = true }
+  big:run{ sweeps = 5000 }
+  local ok, why = big:verify()
+  check.ok("gpu/hard/invariants-tilted-65536", ok and big.box[4] == box.xy, why)
+end
+
 -- the block shape is a tuning knob, not physics
 local a = carlo.hard_disks{ N = 64 * 64, phi = 0.70, init = "hex", seed = 6, device = "gpu", quiet = true }
 local b = carlo.hard_disks{ N = 64 * 64, phi = 0.70, init = "hex", seed = 6, device = "gpu", quiet = true }

@@ -234,7 +234,7 @@ static void check_list_overflow(int dim)
     }
     for (int v = 0; v < 3 && ok; v++)
         ok = carlo_cell_data_alloc(&g, &d[v]) == 0 && carlo_cells_fill(&g, &d[v], N, r, NULL) == 0;
-    const hard_moves mv = {0.16f, 4, 1};
+    const hard_moves mv = {.delta = 0.16f, .moves = 4, .shuffle = 1};
     uint64_t acc[3] = {0, 0, 0};
     int64_t overflowed = 0;
     for (uint64_t step = 0; ok && step < 16; step++)
@@ -244,15 +244,15 @@ static void check_list_overflow(int dim)
                 carlo_cell_active(&g, set, t, xyz);
                 float nb[HARD_NB_MAX * 3];
                 overflowed += hard_gather_cells(dim, dim == 2 ? HARD_NMAX_2D : HARD_NMAX_3D, &g, d[1].pos,
-                                                d[1].count, xyz, 0, 1, nb, 1, 3) < 0;
+                                                d[1].count, xyz, 0, 1, nb, 1, 3, NULL) < 0;
                 for (int v = 0; v < 3; v++) {
                     uint32_t tried;
                     float *list = v == 2 ? NULL : nb;
                     const int cap = v == 0 ? HARD_NB_MAX : 3;
                     acc[v] += dim == 2 ? hard_cell_update(2, HARD_NMAX_2D, 1, &g, d[v].pos, d[v].count, xyz, mv, 5,
-                                                          step * 8 + (uint64_t)set, list, 1, cap, NULL, &tried)
+                                                          step * 8 + (uint64_t)set, list, 1, cap, NULL, NULL, &tried)
                                        : hard_cell_update(3, HARD_NMAX_3D, 0, &g, d[v].pos, d[v].count, xyz, mv, 5,
-                                                          step * 8 + (uint64_t)set, list, 1, cap, NULL, &tried);
+                                                          step * 8 + (uint64_t)set, list, 1, cap, NULL, NULL, &tried);
                 }
             }
     const size_t bytes = carlo_cells_pos_len(&g) * sizeof(float);
