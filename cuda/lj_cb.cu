@@ -29,6 +29,7 @@ struct gpu_impl {
     uint32_t *cb_done;  /* per cell: the stamp of the last sweep that updated it (cb_sweep) */
     uint32_t cb_stamp;  /* the last sweep's stamp (never 0) */
     size_t smem_optin; /* shared memory a block may have (opt-in limit) */
+    double *sites;     /* the tether's sites (N x 3), when set */
 };
 
 gpu_impl *impl(lj_cb_system *s) { return static_cast<gpu_impl *>(s->impl); }
@@ -65,7 +66,7 @@ __device__ __forceinline__ void block_tree2(double &a, double &b, double (*sm)[1
 
 /* lanes = 64 or 128: one active cell of set `set` per block (T threads, the lanes of the
  * all-candidate order), sub-sweep number `step`. */
-template <int T>
+template <int T, bool TETHER>
 __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned long long step)
 {
     extern __shared__ float4 cand[]; /* neighbourhood: x, y, z in the active cell's frame */
@@ -132,6 +133,9 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         const float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
         if (!lj_cb_inside(&p.geom, nw))
             continue; /* the same for every thread */
+        double dT = 0.0;
+        if (TETHER && !cb_tether(p, c, xyz, perm[k % n], o, nw, &dT))
+            continue; /* the reference particle: the same for every thread */
         double du = 0.0, dw = 0.0;
         for (int kk = t; kk < M; kk += T) {
             if (kk == me)
@@ -141,7 +145,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
         }
         block_tree2<T>(du, dw, sm);
         if (t == 0) {
-            accept_flag = lj_cb_accept(du, p.beta, logu);
+            accept_flag = TETHER ? lj_cb_accept_tether(du, p.beta, dT, logu) : lj_cb_accept(du, p.beta, logu);
             if (accept_flag) {
                 cand[me] = make_float4(nw[0], nw[1], nw[2], 0.0f);
                 cell_du = cell_du + du;
@@ -160,6 +164,7 @@ __global__ void __launch_bounds__(T) cb_block_subsweep(cbp p, int set, unsigned 
  * the whole sub-sweep before: the same updates as sub-sweeps launched one after the other, with
  * no idle SMs at their ends. A cell's neighbours were taken before it by running warps, which
  * wait only on cells taken earlier still: no deadlock, resident or not. */
+template <bool TETHER>
 __global__ void __launch_bounds__(CB_WARPS * 32, 7) cb_sweep(cbp p, unsigned long long sweep)
 {
     extern __shared__ float4 cb_smem[];
@@ -176,13 +181,14 @@ __global__ void __launch_bounds__(CB_WARPS * 32, 7) cb_sweep(cbp p, unsigned lon
         if ((int64_t)w >= all)
             return;
         const int place = (int)((int64_t)w / S);
-        cb_cell(p, p.order[place], place, sweep * 8 + (unsigned long long)place, (int64_t)w % S, lane, base);
+        cb_cell<TETHER>(p, p.order[place], place, sweep * 8 + (unsigned long long)place, (int64_t)w % S, lane, base);
     }
 }
 
 /* One sub-sweep, of set `set` at place `place` of its sweep's order (RNG step `step`), by the
  * warps as cb_sweep does it; p.place sends no cell waiting for another (the launches before
  * this one wrote the other sets). */
+template <bool TETHER>
 __global__ void __launch_bounds__(CB_WARPS * 32, 7) cb_set(cbp p, int set, int place,
                                                            unsigned long long step)
 {
@@ -199,7 +205,7 @@ __global__ void __launch_bounds__(CB_WARPS * 32, 7) cb_set(cbp p, int set, int p
         w = __shfl_sync(FULL, w, 0);
         if ((int64_t)w >= S)
             return;
-        cb_cell(p, set, place, step, (int64_t)w, lane, base);
+        cb_cell<TETHER>(p, set, place, step, (int64_t)w, lane, base);
     }
 }
 
@@ -308,6 +314,7 @@ void gpu_cb_destroy(lj_cb_system *s)
     cudaFree(g->acc_u);
     cudaFree(g->acc_w);
     cudaFree(g->cb_done);
+    cudaFree(g->sites);
     free(g);
     s->impl = NULL;
 }
@@ -406,8 +413,10 @@ size_t cb_block_smem(const lj_cb_system *s)
 template <int T> int launch_block(const cbp &p, int set, unsigned long long step, size_t smem,
                                   unsigned blocks)
 {
-    CK(carlo_smem_raise((const void *)cb_block_subsweep<T>, smem));
-    cb_block_subsweep<T><<<blocks, T, smem>>>(p, set, step);
+    void (*k)(cbp, int, unsigned long long) =
+        p.th.lambda > 0 ? cb_block_subsweep<T, true> : cb_block_subsweep<T, false>;
+    CK(carlo_smem_raise((const void *)k, smem));
+    k<<<blocks, T, smem>>>(p, set, step);
     CK(cudaGetLastError());
     return 0;
 }
@@ -436,6 +445,11 @@ int cb_prepare(lj_cb_system *s, cbp &p, size_t &smem, unsigned &blocks, const vo
     p.seed = s->seed;
     p.beta = s->beta;
     p.passes = s->passes;
+    lj_tether th;
+    if (lj_cb_tether(s, &th)) { /* the TETHER kernels (p.th.lambda > 0), the sites on the device */
+        p.th = th;
+        p.th.site = g->sites;
+    }
     const bool warp = p.geom.lanes == LJ_CB_WARP;
     if (warp) { /* as many blocks as fit at once: the warps take the cells from a counter */
         p.cap = cb_cap(s);
@@ -465,26 +479,40 @@ int cb_prepare(lj_cb_system *s, cbp &p, size_t &smem, unsigned &blocks, const vo
     return 0;
 }
 
-/* Queue sweeps first .. first + n - 1 (no waiting). */
-int cb_queue(lj_cb_system *s, uint64_t first, uint64_t n)
+/* The one-launch sweep kernel of p's form. */
+const void *sweep_kernel(bool tether)
+{
+    return tether ? (const void *)cb_sweep<true> : (const void *)cb_sweep<false>;
+}
+
+/* Queue sweeps first .. first + n - 1 (no waiting); origin: the tether's origin before sweep
+ * first, after the last on return. */
+int cb_queue(lj_cb_system *s, uint64_t first, uint64_t n, double origin[3])
 {
     gpu_impl *g = impl(s);
     const carlo_cell_grid *grid = &s->grid;
     cbp p;
     size_t smem;
     unsigned blocks;
-    if (cb_prepare(s, p, smem, blocks, (const void *)cb_sweep))
+    lj_tether th;
+    if (cb_prepare(s, p, smem, blocks, sweep_kernel(lj_cb_tether(s, &th) != NULL)))
         return -1;
+    const bool tether = p.th.lambda > 0;
     const bool warp = p.geom.lanes == LJ_CB_WARP;
     for (uint64_t k = 0; k < n; k++) {
         const uint64_t sweep = first + k;
         carlo_cells_set_order(grid->dim, s->seed, LJ_PURPOSE_CB_SETS, sweep, p.order);
         p.cells = g->cur;
+        for (int a = 0; a < 3; a++)
+            p.th.origin[a] = origin[a];
         if (warp) { /* the whole sweep in one launch */
             for (int q = 0; q < (1 << grid->dim); q++)
                 p.place[p.order[q]] = q;
             p.stamp = ++g->cb_stamp ? g->cb_stamp : ++g->cb_stamp; /* never 0, the stamps' start */
-            cb_sweep<<<blocks, CB_WARPS * 32, smem>>>(p, (unsigned long long)sweep);
+            if (tether)
+                cb_sweep<true><<<blocks, CB_WARPS * 32, smem>>>(p, (unsigned long long)sweep);
+            else
+                cb_sweep<false><<<blocks, CB_WARPS * 32, smem>>>(p, (unsigned long long)sweep);
             CK(cudaGetLastError());
         } else { /* one launch per set */
             for (int q = 0; q < (1 << grid->dim); q++) {
@@ -496,6 +524,7 @@ int cb_queue(lj_cb_system *s, uint64_t first, uint64_t n)
         carlo_cell_shift sh = lj_cb_shift(s, sweep);
         if (launch_cb_shift(g, grid, g->cur, g->tmp, sh, g->st, k))
             return -1;
+        lj_cb_origin_shift(s, sh, origin);
         carlo_cell_data t = g->cur;
         g->cur = g->tmp;
         g->tmp = t;
@@ -568,13 +597,15 @@ int gpu_cb_sweeps(lj_cb_system *s, uint64_t n)
     const carlo_cell_grid *grid = &s->grid;
     uint64_t done = 0;
     unsigned long long accepted = 0;
+    double origin[3] = {s->origin[0], s->origin[1], s->origin[2]};
     while (done < n) {
         dev_state h;
         memset(&h, 0, sizeof h);
         CK(cudaMemcpy(g->st, &h, sizeof h, cudaMemcpyHostToDevice));
         carlo_cell_data start = g->cur; /* the buffers alternate from here */
         carlo_cell_data other = g->tmp;
-        if (cb_queue(s, s->step + done, n - done))
+        const double origin0[3] = {origin[0], origin[1], origin[2]};
+        if (cb_queue(s, s->step + done, n - done, origin))
             return -1;
         CK(cudaMemcpy(&h, g->st, sizeof h, cudaMemcpyDeviceToHost)); /* waits */
         accepted += h.accepted;
@@ -587,6 +618,10 @@ int gpu_cb_sweeps(lj_cb_system *s, uint64_t n)
         uint64_t k = h.fail_sweep;
         g->cur = k % 2 == 0 ? start : other;
         g->tmp = k % 2 == 0 ? other : start;
+        for (int a = 0; a < 3; a++) /* the origin after sweeps done .. done + k */
+            origin[a] = origin0[a];
+        for (uint64_t j = 0; j <= k; j++)
+            lj_cb_origin_shift(s, lj_cb_shift(s, s->step + done + j), origin);
         carlo_cell_shift sh = lj_cb_shift(s, s->step + done + k);
         do { /* the failed shift wrote only into the second buffer: cur is intact */
             if (gpu_cb_grow(s))
@@ -602,6 +637,8 @@ int gpu_cb_sweeps(lj_cb_system *s, uint64_t n)
         g->tmp = t;
         done += k + 1;
     }
+    for (int a = 0; a < 3; a++)
+        s->origin[a] = origin[a];
     s->step += n;
     s->tried += (uint64_t)s->passes * s->N * n;
     s->accepted += accepted;
@@ -619,7 +656,9 @@ int gpu_cb_subsweep(lj_cb_system *s, int set, int place)
     cbp p;
     size_t smem;
     unsigned blocks;
-    if (cb_prepare(s, p, smem, blocks, (const void *)cb_set))
+    lj_tether th;
+    const bool tether = lj_cb_tether(s, &th) != NULL;
+    if (cb_prepare(s, p, smem, blocks, tether ? (const void *)cb_set<true> : (const void *)cb_set<false>))
         return -1;
     p.cells = g->cur;
     const unsigned long long step = s->step * 8 + (unsigned long long)place;
@@ -627,7 +666,10 @@ int gpu_cb_subsweep(lj_cb_system *s, int set, int place)
         for (int q = 0; q < 8; q++)
             p.place[q] = 8; /* after every place: no cell waits */
         p.stamp = ++g->cb_stamp ? g->cb_stamp : ++g->cb_stamp;
-        cb_set<<<blocks, CB_WARPS * 32, smem>>>(p, set, place, step);
+        if (tether)
+            cb_set<true><<<blocks, CB_WARPS * 32, smem>>>(p, set, place, step);
+        else
+            cb_set<false><<<blocks, CB_WARPS * 32, smem>>>(p, set, place, step);
         CK(cudaGetLastError());
     } else if (launch_block<LJ_ORDER_CELL>(p, set, step, smem, blocks)) {
         return -1;
@@ -668,6 +710,7 @@ int gpu_cb_shift(lj_cb_system *s)
     carlo_cell_data t = g->cur;
     g->cur = g->tmp;
     g->tmp = t;
+    lj_cb_origin_shift(s, sh, s->origin);
     s->step++;
     return 0;
 }
@@ -678,9 +721,21 @@ int gpu_cb_sync(lj_cb_system *s)
     CK(cudaStreamSynchronize(cudaStreamPerThread));
     return 0;
 }
+
+/* The sites to the device (lj_cb_backend.sites). */
+int gpu_cb_sites(lj_cb_system *s)
+{
+    gpu_impl *g = impl(s);
+    const size_t bytes = (size_t)s->N * 3 * sizeof(double);
+    if (!g->sites) {
+        CK_MALLOC(&g->sites, bytes, "tether sites");
+    }
+    CK(cudaMemcpy(g->sites, s->sites, bytes, cudaMemcpyHostToDevice));
+    return 0;
+}
 } // namespace
 
 extern "C" const lj_cb_backend lj_cb_cuda_backend = {
     "gpu", gpu_cb_create, gpu_cb_destroy, gpu_cb_upload, gpu_cb_download, gpu_cb_sweeps,
-    gpu_cb_subsweep, gpu_cb_shift, gpu_cb_fresh, gpu_cb_sync,
+    gpu_cb_subsweep, gpu_cb_shift, gpu_cb_fresh, gpu_cb_sync, gpu_cb_sites,
 };

@@ -28,6 +28,7 @@ struct cbp {
     int order[8], place[8];
     uint32_t *done;
     uint32_t stamp;
+    lj_tether th; /* the tether (the kernels' TETHER form; th.site in device memory) */
 };
 
 /* A warp's tables in shared memory; its staged candidates, near queue and visiting order
@@ -298,9 +299,25 @@ __device__ __forceinline__ void cb_wait_neighbours(const cbp &p, const int xyz[3
     __syncwarp();
 }
 
+/* The tether's part of a move of the particle in slot `slot` of cell c (xyz) from o to nw:
+ * false for the reference particle (index 0: it stays), else true with beta dU_t in *dT
+ * (lj_cb_kernel.h, the CPU's operations). */
+__device__ __forceinline__ bool cb_tether(const cbp &p, int64_t c, const int xyz[3], int slot,
+                                          const float o[3], const float nw[3], double *dT)
+{
+    const uint32_t tag = p.cells.aux[carlo_cell_slot(&p.grid, c, slot, 0)];
+    if (tag == 0u)
+        return false;
+    double cc[3];
+    lj_cb_tether_offset(&p.th, &p.grid, xyz, p.th.site + 3 * (size_t)tag, cc);
+    *dT = lj_cb_tether_dE(&p.th, p.grid.dim, cc, o, nw);
+    return true;
+}
+
 /* Active cell t of set `set` (place `place` in the sweep), sub-sweep `step`, by one warp: the cell's particles moved in lj_cb_order's order, each
  * move's near candidates found by a vote over the neighbourhood and their terms summed on the
- * 32 lanes of lj_kernel.h. */
+ * 32 lanes of lj_kernel.h. TETHER: with the harmonic tether p.th. */
+template <bool TETHER>
 __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsigned long long step,
                                         int64_t t, int lane, char *base)
 {
@@ -372,6 +389,9 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
         const float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
         if (!lj_cb_inside(&p.geom, nw))
             continue; /* the same on every lane */
+        double dT = 0.0;
+        if (TETHER && !cb_tether(p, c, xyz, slot, o, nw, &dT))
+            continue; /* the reference particle: the same on every lane */
         float m[3];
         lj_cb_mid(o, dd, m);
         const float r2 = __shfl_sync(FULL, tr, kl);
@@ -406,7 +426,7 @@ __device__ __forceinline__ void cb_cell(const cbp &p, int set, int place, unsign
             du = du + __shfl_down_sync(FULL, du, s);
         int acc = 0;
         if (lane == 0)
-            acc = lj_cb_accept(du, p.beta, logu);
+            acc = TETHER ? lj_cb_accept_tether(du, p.beta, dT, logu) : lj_cb_accept(du, p.beta, logu);
         acc = __shfl_sync(FULL, acc, 0);
         if (acc) { /* the virial's sum, needed only for a move that is made */
 #pragma unroll

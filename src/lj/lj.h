@@ -120,6 +120,10 @@ int lj_trial_moves(lj_system *s, uint64_t n);
 int lj_substep(lj_system *s, int set);
 
 int lj_set_temperature(lj_system *s, double T);
+/* The harmonic tether of Frenkel-Ladd runs (checkerboard only; lj_cb.h): lambda in [0, 1e7]
+ * (0 in decomposition mode), and the sites (N x 3 in [-L/2, L/2); NULL: the positions now). */
+int lj_set_lambda(lj_system *s, double lambda);
+int lj_set_sites(lj_system *s, const double *sites);
 int lj_set_delta(lj_system *s, double delta);
 double lj_delta_max(const lj_system *s);
 

@@ -146,6 +146,7 @@ static void destroy(lj_system *ls)
     lj_cb_system *s = LJ_CB(ls);
     if (s->be && s->impl)
         s->be->destroy(s);
+    free(s->sites);
     free(s);
 }
 
@@ -291,7 +292,12 @@ static void offset_of(int dim, int q, int off[3])
 
 static int positions(lj_system *ls, double *pos)
 {
-    lj_cb_system *s = LJ_CB(ls);
+    return lj_cb_positions(LJ_CB(ls), pos);
+}
+
+int lj_cb_positions(lj_cb_system *s, double *pos)
+{
+    lj_system *ls = &s->lj;
     const carlo_cell_grid *g = &s->grid;
     carlo_cell_data d;
     if (lj_cb_cells_alloc(s, &d))
@@ -308,11 +314,15 @@ static int positions(lj_system *ls, double *pos)
             uint32_t idx = d.aux[carlo_cell_slot(g, c, i, 0)];
             if (idx >= s->N)
                 continue;
-            for (int a = 0; a < 3; a++)
-                pos[3 * (size_t)idx + a] =
-                    a < g->dim ? lj_wrap((double)xyz[a] * g->width[a] +
-                                             (double)d.pos[carlo_cell_slot(g, c, i, a)], s->g.L[a])
-                               : 0.0;
+            for (int a = 0; a < 3; a++) {
+                double x = 0.0;
+                if (a < g->dim && s->sites) /* the sites' frame: the cell shifts undone */
+                    x = lj_cb_site_frame(s, a, xyz[a], d.pos[carlo_cell_slot(g, c, i, a)]);
+                else if (a < g->dim)
+                    x = lj_wrap((double)xyz[a] * g->width[a] + (double)d.pos[carlo_cell_slot(g, c, i, a)],
+                                s->g.L[a]);
+                pos[3 * (size_t)idx + a] = x;
+            }
         }
     }
     carlo_cell_data_free(&d);
@@ -371,6 +381,45 @@ static int widom(lj_system *ls, uint32_t n, uint64_t sample, double *out)
 
 /* ---------- checkpoints ---------- */
 
+/* The tether: lj/tether (f64: lambda, origin x, y, z) and lj/sites (f64, N x 3) when sites are
+ * set (absent: no tether). */
+static int tether_checkpoint(lj_cb_system *s, carlo_frame *f)
+{
+    if (!s->sites)
+        return 0;
+    double t[4] = {s->lambda, s->origin[0], s->origin[1], s->origin[2]};
+    return carlo_frame_add_copy(f, "lj/tether", CARLO_F64, 4, 1, t) ||
+                   carlo_frame_add_copy(f, "lj/sites", CARLO_F64, (uint64_t)s->N, 3, s->sites)
+               ? -1
+               : 0;
+}
+
+static int tether_restore(lj_cb_system *s, const carlo_frame *f)
+{
+    if (!carlo_frame_find(f, "lj/tether"))
+        return 0;
+    const double *t = carlo_frame_expect(f, "lj/tether", CARLO_F64, 4, 1);
+    const double *x = t ? carlo_frame_expect(f, "lj/sites", CARLO_F64, (uint64_t)s->N, 3) : NULL;
+    if (!x)
+        return -1;
+    if (!(t[0] >= 0) || !(t[0] <= LJ_LAMBDA_MAX))
+        return carlo_seterr("bad lj/tether: lambda %.17g", t[0]);
+    for (int a = 0; a < 3; a++)
+        if (!(t[1 + a] >= 0) || !(t[1 + a] < (a < s->dim ? s->g.L[a] + s->g.L[a] : 1.0)))
+            return carlo_seterr("bad lj/tether: origin %.17g", t[1 + a]);
+    for (uint64_t k = 0; k < 3 * (uint64_t)s->N; k++)
+        if (!isfinite(x[k]))
+            return carlo_seterr("bad lj/sites: entry %llu is %g", (unsigned long long)k, x[k]);
+    const size_t bytes = carlo_mulsize((size_t)s->N, 3 * sizeof(double));
+    if (!(s->sites = carlo_malloc(bytes, "tether sites")))
+        return -1;
+    memcpy(s->sites, x, bytes);
+    s->lambda = t[0];
+    for (int a = 0; a < 3; a++)
+        s->origin[a] = t[1 + a];
+    return s->be->sites(s);
+}
+
 /* The cells as they are: lj/cb_shape (i32: m0 m1 m2 nmax lanes passes), lj/cb_pos (f32,
  * dim nmax x ncells), lj/cb_index (u32, nmax x ncells), lj/cb_count (u32), lj/cb_acc (f64,
  * 2 x ncells: the per-cell energy and virial sums), lj/cb_sets_done (u32: the sets of the
@@ -413,7 +462,9 @@ static int checkpoint(lj_system *ls, carlo_frame *f)
         carlo_cell_data_free(&d);
         return -1;
     }
-    return carlo_frame_add_owned(f, "lj/cb_count", CARLO_U32, nc, 1, count);
+    if (carlo_frame_add_owned(f, "lj/cb_count", CARLO_U32, nc, 1, count))
+        return -1;
+    return tether_checkpoint(s, f);
 }
 
 /* Cells from a checkpoint: every invariant checked before they are used. */
@@ -497,7 +548,7 @@ lj_system *lj_cb_restore(const carlo_frame *f, carlo_device_kind device)
         destroy(&s->lj);
         return NULL;
     }
-    if (restore_cells(s, f)) {
+    if (restore_cells(s, f) || tether_restore(s, f)) {
         destroy(&s->lj);
         return NULL;
     }

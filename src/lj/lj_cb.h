@@ -20,6 +20,11 @@ typedef struct lj_cb_system {
     int passes;            /* trial moves per particle per sweep */
     unsigned sets_done;    /* bit `set`: the sets of sweep `step` already done by substep */
     double U0, W0;         /* energy and virial when the per-cell sums were last zeroed */
+    /* the harmonic tether (lj_cb_kernel.h): on when lambda > 0 (sites are set then) */
+    double lambda;
+    double *sites;         /* N x 3 in [0, m w), by particle index; NULL: none yet */
+    double origin[3];      /* the grid's corner in the sites' frame (moves with the cell
+                            * shifts while sites are set; 0 without them) */
     const struct lj_cb_backend *be;
 } lj_cb_system;
 
@@ -47,6 +52,8 @@ typedef struct lj_cb_backend {
      * in cell order, so that both backends give the same bits. */
     int (*fresh)(lj_cb_system *s, double *U, double *W);
     int (*sync)(lj_cb_system *s);
+    /* s->sites (set or changed) to where the sweeps read them. */
+    int (*sites)(lj_cb_system *s);
 } lj_cb_backend;
 
 extern const lj_cb_backend lj_cb_cpu_backend;
@@ -58,8 +65,29 @@ lj_system *lj_cb_restore(const carlo_frame *f, carlo_device_kind device);
 int lj_cb_substep(lj_cb_system *s, int set);
 /* The order of the 2^dim sets in sweep s->step: substeps in this order are that sweep. */
 void lj_cb_set_order(const lj_cb_system *s, int order[8]);
+/* N x 3 positions in [0, L) (lj_algo.positions), in the sites' frame when they are set. */
+int lj_cb_positions(lj_cb_system *s, double *pos);
 /* "near" or "cell": the order of a move's sum (lj_cb_kernel.h). */
 const char *lj_cb_order_name(const lj_cb_system *s);
+
+/* The tether (lj_cb_tether.c): the sites (N x 3 positions in the snapshots' frame, [-L/2, L/2);
+ * NULL: the positions now), translated so that particle 0 sits on its own; lambda in
+ * [0, LJ_LAMBDA_MAX] (switched on without sites: the positions now; with them: re-anchored);
+ * the mean squared distance from the sites per particle, particle 0 left out of the sum. */
+#define LJ_LAMBDA_MAX 1e7
+int lj_cb_set_sites(lj_cb_system *s, const double *sites);
+int lj_cb_set_lambda(lj_cb_system *s, double lambda);
+int lj_cb_msd_site(lj_cb_system *s, double *msd);
+/* The sites in the snapshots' frame (N x dim). */
+void lj_cb_sites_out(const lj_cb_system *s, double *out);
+/* The tether for the sweeps: NULL when off (lambda = 0 or no sites), else th filled in with the
+ * origin now. */
+const lj_tether *lj_cb_tether(const lj_cb_system *s, lj_tether *th);
+/* Coordinate a of a particle at local u of a cell at x along a, in the sites' frame: (x w +
+ * origin) + u, exact (multiples of the grid's quantum), in [0, m w). */
+double lj_cb_site_frame(const lj_cb_system *s, int a, int x, float u);
+/* The origin after the cell shift sh (when sites are set). */
+void lj_cb_origin_shift(const lj_cb_system *s, carlo_cell_shift sh, double origin[3]);
 
 /* ---------- the pieces of a sweep both backends use (lj_cb_sweep.c) ---------- */
 
@@ -73,9 +101,10 @@ double lj_cb_total(const double *acc, int64_t ncells); /* sum in cell order */
 carlo_cell_shift lj_cb_shift(const lj_cb_system *s, uint64_t sweep);
 /* The particles in the active cells of set `set` (trial moves of a sub-sweep: passes times). */
 uint64_t lj_cb_set_members(const carlo_cell_grid *g, const uint32_t *count, int set);
-/* One active cell's sub-sweep on host storage (the CPU backend; tests): returns accepted. */
+/* One active cell's sub-sweep on host storage (the CPU backend; tests), with the tether th
+ * (NULL: none): returns accepted. */
 uint64_t lj_cb_cell_subsweep(const lj_cb_system *s, const carlo_cell_data *d, int64_t cell,
-                             uint64_t step, double *du, double *dw);
+                             uint64_t step, const lj_tether *th, double *du, double *dw);
 /* The cells of src in storage of nmax slots per cell. */
 int lj_cb_grow(const carlo_cell_grid *g, const carlo_cell_data *src, int nmax,
                carlo_cell_data *dst);

@@ -120,6 +120,8 @@ static uint64_t one_set(lj_cb_system *s, cpu_impl *im, int set, uint64_t step)
 {
     const carlo_cell_grid *g = &s->grid;
     const int64_t size = carlo_cell_set_size(g);
+    lj_tether tt;
+    const lj_tether *th = lj_cb_tether(s, &tt);
     uint64_t accepted = 0;
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : accepted) if (size >= 256)
     for (int64_t t = 0; t < size; t++) {
@@ -127,7 +129,7 @@ static uint64_t one_set(lj_cb_system *s, cpu_impl *im, int set, uint64_t step)
         carlo_cell_active(g, set, t, xyz);
         int64_t c = carlo_cell_index(g, xyz[0], xyz[1], xyz[2]);
         double du, dw;
-        accepted += lj_cb_cell_subsweep(s, &im->cur, c, step, &du, &dw);
+        accepted += lj_cb_cell_subsweep(s, &im->cur, c, step, th, &du, &dw);
         im->acc_u[c] = im->acc_u[c] + du;
         im->acc_w[c] = im->acc_w[c] + dw;
     }
@@ -144,6 +146,7 @@ static int shift(lj_cb_system *s, cpu_impl *im)
     carlo_cell_data t = im->cur;
     im->cur = im->tmp;
     im->tmp = t;
+    lj_cb_origin_shift(s, sh, s->origin);
     s->step++;
     return 0;
 }
@@ -198,6 +201,12 @@ static int cpu_sync(lj_cb_system *s)
     return 0;
 }
 
+static int cpu_sites(lj_cb_system *s)
+{
+    (void)s; /* the sweeps read s->sites */
+    return 0;
+}
+
 const lj_cb_backend lj_cb_cpu_backend = {
     .name = "cpu",
     .create = cpu_create,
@@ -209,4 +218,5 @@ const lj_cb_backend lj_cb_cpu_backend = {
     .shift = cpu_shift,
     .fresh = cpu_fresh,
     .sync = cpu_sync,
+    .sites = cpu_sites,
 };

@@ -183,7 +183,7 @@ static void cb_lanes_near(const lj_cbgeom *G, int M, const float *const c[3], co
  * trial move's energy change summed over the members of the neighbour cells in the canonical
  * lanes of lj_kernel.h. du, dw: the sum of the accepted changes in order. Returns the number accepted. */
 uint64_t lj_cb_cell_subsweep(const lj_cb_system *s, const carlo_cell_data *d, int64_t cell,
-                             uint64_t step, double *du, double *dw)
+                             uint64_t step, const lj_tether *th, double *du, double *dw)
 {
     const carlo_cell_grid *g = &s->grid;
     lj_cbgeom G = s->geom;
@@ -244,6 +244,15 @@ uint64_t lj_cb_cell_subsweep(const lj_cb_system *s, const carlo_cell_data *d, in
         float nw[3] = {o[0] + dd[0], o[1] + dd[1], o[2] + dd[2]};
         if (!lj_cb_inside(&G, nw))
             continue;
+        double dT = 0.0;
+        if (th) { /* the tether: particle 0 stays; the others' change in beta U_t */
+            const uint32_t tag = d->aux[carlo_cell_slot(g, cell, slot, 0)];
+            if (tag == 0u)
+                continue;
+            double cc[3];
+            lj_cb_tether_offset(th, g, xyz, th->site + 3 * (size_t)tag, cc);
+            dT = lj_cb_tether_dE(th, g->dim, cc, o, nw);
+        }
         if (T == LJ_CB_WARP) {
             cb_lanes_near(&G, M, (const float *const *)c, o, dd, nw, me, flag, near, lu, lw);
         } else {
@@ -256,7 +265,7 @@ uint64_t lj_cb_cell_subsweep(const lj_cb_system *s, const carlo_cell_data *d, in
             lane[l].w = lw[l];
         }
         lj_tree(lane, (uint32_t)T);
-        if (lj_cb_accept(lane[0].u, s->beta, logu)) {
+        if (th ? lj_cb_accept_tether(lane[0].u, s->beta, dT, logu) : lj_cb_accept(lane[0].u, s->beta, logu)) {
             c[0][me] = nw[0];
             c[1][me] = nw[1];
             c[2][me] = nw[2];

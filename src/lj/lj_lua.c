@@ -184,12 +184,67 @@ static int read_order(lua_State *L, const char *where)
     return carlo_arg_enum(L, 1, where, "sum_order", NULL, ORDERS) == 0 ? LJ_ORDER_NEAR : LJ_ORDER_CELL;
 }
 
+/* Sites at idx: an N x d (or N x 3) carlo.array, or a list of N points { x, y [, z] }: N x 3
+ * doubles (z = 0 in 2D) in a userdata left on the stack. */
+static const double *read_sites(lua_State *L, int idx, const char *where, uint32_t N, int dim)
+{
+    idx = lua_absindex(L, idx);
+    carlo_array *a = carlo_array_test(L, idx);
+    int64_t n;
+    int cols = 3;
+    if (a) {
+        if (a->ndim != 2 || (a->shape[1] != 3 && a->shape[1] != dim) ||
+            (a->type != CARLO_F64 && a->type != CARLO_F32))
+            luaL_error(L, "%s: sites must be an N x %d f64 or f32 carlo.array (got %s with %d "
+                          "dimensions)", where, dim, carlo_dtype_name(a->type), a->ndim);
+        n = a->shape[0];
+        cols = (int)a->shape[1];
+    } else if (lua_type(L, idx) == LUA_TTABLE) {
+        n = (int64_t)lua_rawlen(L, idx);
+    } else {
+        luaL_error(L, "%s: sites must be a carlo.array or a list of points (got a %s)", where,
+                   luaL_typename(L, idx));
+        return NULL;
+    }
+    if (n != (int64_t)N)
+        luaL_error(L, "%s: sites must list one site per particle, %I (got %I)", where,
+                   (lua_Integer)N, (lua_Integer)n);
+    double *x = (double *)lua_newuserdatauv(L, sizeof(double) * 3 * (size_t)N, 0);
+    for (uint32_t i = 0; i < N; i++) {
+        if (!a && lua_rawgeti(L, idx, (lua_Integer)i + 1) != LUA_TTABLE)
+            luaL_error(L, "%s: sites[%I] must be a point { x, y%s } (got a %s)", where,
+                       (lua_Integer)i + 1, dim == 3 ? ", z" : "", luaL_typename(L, -1));
+        for (int c = 0; c < 3; c++) {
+            double v = 0.0;
+            if (c < dim && a) {
+                v = c < cols ? carlo_array_get(a, (size_t)i * cols + c) : 0.0;
+            } else if (c < dim) {
+                lua_rawgeti(L, -1, c + 1);
+                int isnum;
+                v = lua_tonumberx(L, -1, &isnum);
+                if (!isnum)
+                    luaL_error(L, "%s: sites[%I][%d] must be a number (got %s)", where,
+                               (lua_Integer)i + 1, c + 1, luaL_typename(L, -1));
+                lua_pop(L, 1);
+            }
+            if (!isfinite(v))
+                luaL_error(L, "%s: sites[%I][%d] must be finite (got %f)", where, (lua_Integer)i + 1,
+                           c + 1, v);
+            x[3 * (size_t)i + c] = v;
+        }
+        if (!a)
+            lua_pop(L, 1);
+    }
+    return x;
+}
+
 static int l_lj(lua_State *L)
 {
     const char *where = "carlo.lj";
     static const char *const keys[] = {"N", "rho", "box", "dim", "T", "beta", "rc", "shift", "tail",
                                        "seed", "init", "mode", "device", "delta", "energy_sum",
-                                       "sum_order", "passes", "quiet", "lanes", NULL};
+                                       "sum_order", "passes", "quiet", "lanes", "lambda",
+                                       "sites", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
     carlo_args_allowed(L, 1, where, keys);
@@ -256,11 +311,38 @@ static int l_lj(lua_State *L)
     if (p.delta > 0.25 * Lmin)
         return luaL_error(L, "%s: delta must be at most a quarter of the shortest box length, "
                              "%f (got %f)", where, 0.25 * Lmin, p.delta);
+    /* the tether (checkerboard): lambda and the sites, set once the system stands */
+    const double lambda = carlo_arg_num(L, 1, where, "lambda", 0, 0, 0, 1, LJ_LAMBDA_MAX, 1);
+    if (p.mode != LJ_CHECKERBOARD && (lambda > 0 || carlo_arg_has(L, 1, "sites")))
+        return luaL_error(L, "%s: %s: the tether runs in mode = \"checkerboard\" (this system "
+                             "runs mode = \"decomposition\")", where, lambda > 0 ? "lambda" : "sites");
+    const double *sites = NULL;
+    if (carlo_arg_has(L, 1, "sites")) {
+        lua_getfield(L, 1, "sites");
+        sites = read_sites(L, -1, where, p.N, p.dim); /* stays on the stack */
+    }
     lj_system *s = lj_create(&p);
     if (!s)
         return carlo_raise(L, where);
+    if ((sites && lj_set_sites(s, sites)) || (lambda > 0 && lj_set_lambda(s, lambda))) {
+        lj_destroy(s);
+        return carlo_raise(L, where);
+    }
     carlo_lua_push_system(L, &lj_lua_model, &s->sys);
     return 1;
+}
+
+/* sys:set_sites([sites]): the tether's sites (N x d, the snapshots' frame), the positions now
+ * when none are given; translated so that particle 1 (index 0, the reference) is on its own. */
+static int l_set_sites(lua_State *L)
+{
+    lj_system *s = check(L, 1);
+    const double *x = NULL;
+    if (!lua_isnoneornil(L, 2))
+        x = read_sites(L, 2, "lj:set_sites", s->N, s->dim);
+    if (lj_set_sites(s, x))
+        return carlo_raise(L, "lj:set_sites");
+    return 0;
 }
 
 /* ---------- steps ---------- */
@@ -483,9 +565,9 @@ static void describe(lua_State *L, carlo_sys *c)
                         (lua_Integer)s->N, lj_density(s), s->T, s->rc, s->dim,
                         lj_sum_name(LJ_DEC(s)->sum));
     else
-        lua_pushfstring(L, "N = %I, rho = %f, T = %f, rc = %f, %dD, checkerboard, sum order %s",
+        lua_pushfstring(L, "N = %I, rho = %f, T = %f, rc = %f, %dD, checkerboard, sum order %s%s",
                         (lua_Integer)s->N, lj_density(s), s->T, s->rc, s->dim,
-                        lj_cb_order_name(LJ_CB(s)));
+                        lj_cb_order_name(LJ_CB(s)), LJ_CB(s)->lambda > 0 ? ", tethered" : "");
 }
 
 static void push_lengths(lua_State *L, const lj_system *s)
@@ -505,6 +587,14 @@ static int index_cb(lua_State *L, lj_system *s, const char *k)
         cb ? (void)lua_pushstring(L, lj_cb_order_name(cb)) : lua_pushnil(L);
     else if (strcmp(k, "passes") == 0)
         cb ? lua_pushinteger(L, cb->passes) : lua_pushnil(L);
+    else if (strcmp(k, "sites") == 0) { /* N x d, the snapshots' frame; nil when none are set */
+        if (!cb || !cb->sites) {
+            lua_pushnil(L);
+            return 1;
+        }
+        carlo_array *a = carlo_array_push(L, CARLO_F64, cb->N, cb->dim);
+        lj_cb_sites_out(cb, (double *)a->data);
+    }
     else if (strcmp(k, "nmax") == 0)
         cb ? lua_pushinteger(L, cb->grid.nmax) : lua_pushnil(L);
     else if (strcmp(k, "set_order") == 0 || strcmp(k, "sets_done") == 0) {
@@ -715,7 +805,7 @@ static double reserve(const carlo_sys *c)
 static const luaL_Reg methods[] = {
     {"sweep", l_sweep}, {"substep", l_substep}, {"trial", l_trial}, {"tune", l_tune},
     {"recompute", l_recompute}, {"widom", l_widom}, {"rdf", l_rdf}, {"launch", l_launch},
-    {NULL, NULL}};
+    {"set_sites", l_set_sites}, {NULL, NULL}};
 
 static const char *const aliases[] = {"moves", "tried", NULL};
 static const char *const settable[] = {"delta", NULL};

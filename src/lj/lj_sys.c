@@ -255,9 +255,14 @@ static double f_mu(const double *mu, const carlo_sys *c, int k)
     return -((const lj_system *)c)->T * log(mu[0]);
 }
 
+/* Whether the tether has sites: msd_site is observed then. */
+static int has_sites(const lj_system *s)
+{
+    return s->mode == LJ_CHECKERBOARD && LJ_CB(s)->sites != NULL;
+}
+
 static int op_observables(carlo_sys *c, const void *opt, carlo_obs_set *o)
 {
-    (void)c;
     const lj_observe_opt *w = opt;
     carlo_obs_add(o, "U");
     carlo_obs_add(o, "P");
@@ -266,6 +271,8 @@ static int op_observables(carlo_sys *c, const void *opt, carlo_obs_set *o)
         carlo_obs_add(o, "boltzmann");
         carlo_obs_derive(o, "mu_ex", f_mu, 1, in, pow1);
     }
+    if (has_sites(SYS(c)))
+        carlo_obs_add(o, "msd_site");
     return 0;
 }
 
@@ -289,6 +296,8 @@ static int op_observe(carlo_sys *c, const void *opt, double *v)
     v[OBS_U] = o.U;
     v[OBS_P] = o.P;
     if (w && w->widom && lj_widom(s, w->widom, &v[OBS_BOLTZMANN]))
+        return -1;
+    if (has_sites(s) && lj_cb_msd_site(LJ_CB(s), &v[w && w->widom ? OBS_BOLTZMANN + 1 : OBS_P + 1]))
         return -1;
     if (w && w->rdf && add_rdf(s, w->rdf))
         return -1;
@@ -329,9 +338,42 @@ static int set_beta(carlo_sys *c, double v)
     return 0;
 }
 
+static int get_lambda(carlo_sys *c, double *v)
+{
+    *v = SYS(c)->mode == LJ_CHECKERBOARD ? LJ_CB(SYS(c))->lambda : 0.0;
+    return 0;
+}
+
+int lj_set_lambda(lj_system *s, double lambda)
+{
+    if (s->mode != LJ_CHECKERBOARD) {
+        if (!(lambda >= 0) || !(lambda <= LJ_LAMBDA_MAX))
+            return carlo_seterr("lambda must be a number in [0, %g] (got %.17g)", LJ_LAMBDA_MAX, lambda);
+        if (lambda > 0)
+            return carlo_seterr("the tether runs in mode = \"checkerboard\" (this system runs mode = "
+                                "\"decomposition\"; lambda = %.17g refused)", lambda);
+        return 0;
+    }
+    return lj_cb_set_lambda(LJ_CB(s), lambda);
+}
+
+int lj_set_sites(lj_system *s, const double *sites)
+{
+    if (s->mode != LJ_CHECKERBOARD)
+        return carlo_seterr("the tether runs in mode = \"checkerboard\" (this system runs mode = "
+                            "\"decomposition\"): no sites");
+    return lj_cb_set_sites(LJ_CB(s), sites);
+}
+
+static int set_lambda(carlo_sys *c, double v)
+{
+    return lj_set_lambda(SYS(c), v);
+}
+
 static const carlo_control controls[] = {
     {"T", 0, INFINITY, 0, 0, get_T, set_T},
     {"beta", 0, INFINITY, 0, 0, get_beta, set_beta},
+    {"lambda", 0, LJ_LAMBDA_MAX, 1, 1, get_lambda, set_lambda},
 };
 
 static int op_frame(carlo_sys *c, carlo_frame *f)
@@ -383,7 +425,7 @@ const carlo_ops lj_ops = {
     .observe = op_observe,
     .counts = op_counts,
     .controls = controls,
-    .ncontrols = 2,
+    .ncontrols = 3,
     .frame = op_frame,
     .checkpoint = op_checkpoint,
     .restore = op_restore,

@@ -2,7 +2,8 @@
 -- variant and both energy sums (positions, running energy and virial, acceptances); Widom
 -- factors agree bit for bit; the running energy does not drift; cell lists that fill up
 -- grow the same way on both. The checkerboard chain likewise, for both sum orders, in 2D and
--- 3D, through cell growth, and for sub-sweeps driven one set at a time.
+-- 3D, through cell growth, and for sub-sweeps driven one set at a time; and with the harmonic
+-- tether (lambda > 0) in both sum orders, 2D, given sites, sub-sweeps and a checkpoint.
 local carlo = require "carlo"
 local check = require "check"
 if not check.gpu_or_skip("gpu/lj/decomposition-chain") then return end
@@ -189,4 +190,54 @@ if carlo.load then
   same("gpu/lj/checkpoint-continues", r, b)
 else
   check.skip("gpu/lj/checkpoint-continues", "carlo.load is not in this build")
+end
+
+-- the harmonic tether (Frenkel-Ladd): the CPU chain on the GPU, bit for bit, in both sum orders,
+-- 2D, two passes, with the sites given, through sub-sweeps one set at a time, and msd_site
+-- sampled alike; a GPU checkpoint continues on the CPU
+local function tether_pair(opts)
+  opts.mode = "checkerboard"
+  local c, g = pair(opts)
+  return c, g
+end
+for _, o in ipairs{
+  { name = "near", N = 4000, rho = 1.0, T = 1.5, sum_order = "near", lambda = 40 },
+  { name = "cell", N = 4000, rho = 1.0, T = 1.5, sum_order = "cell", lambda = 40 },
+  { name = "near-large", N = 32000, rho = 1.05, T = 2.0, sum_order = "near", lambda = 400 },
+  { name = "2d", N = 3200, rho = 0.9, T = 0.8, dim = 2, lambda = 20 },
+  { name = "passes", N = 2048, rho = 1.1, T = 2.0, passes = 2, shift = true, lambda = 1000 },
+  { name = "dilute", N = 500, rho = 0.05, T = 1.0, lambda = 2, delta = 0.5 },
+} do
+  local name = o.name
+  o.name = nil
+  local c, g = tether_pair(o)
+  c:run{ sweeps = 30 }
+  g:run{ sweeps = 30 }
+  same("gpu/lj/tether-chain-" .. name, c, g)
+  local sc, sg = c:sample{ sweeps = 10, every = 2 }, g:sample{ sweeps = 10, every = 2 }
+  check.ok("gpu/lj/tether-msd-" .. name, sc.msd_site.mean == sg.msd_site.mean and sc.msd_site.mean > 0,
+    ("msd %.17g vs %.17g"):format(sc.msd_site.mean, sg.msd_site.mean))
+end
+do -- sites given (a displaced lattice), then sub-sweeps one set at a time against a CPU run
+  local c, g = tether_pair{ N = 4000, rho = 1.0, T = 1.5, sum_order = "near", seed = 31 }
+  local x = c:snapshot().position
+  local y = carlo.array("f64", { shape = { 4000, 3 } })
+  for i = 1, 4000 * 3 do y[i] = x[i] + 0.01 * ((i % 7) - 3) end
+  c:set_sites(y)
+  g:set_sites(y)
+  c.lambda, g.lambda = 100, 100
+  c:run{ sweeps = 4 }
+  for _ = 1, 4 do for _, set in ipairs(g.set_order) do g:substep(set) end end
+  same("gpu/lj/tether-substeps", c, g)
+  check.ok("gpu/lj/tether-sites", c.sites == g.sites)
+  if carlo.load then
+    local path = check.tmp .. "/lj-gpu-tether.ckpt"
+    g:save(path)
+    local r = carlo.load(path, { device = "cpu" })
+    r:run{ sweeps = 10 }
+    g:run{ sweeps = 10 }
+    same("gpu/lj/tether-checkpoint-to-cpu", r, g)
+  else
+    check.skip("gpu/lj/tether-checkpoint-to-cpu", "carlo.load is not in this build")
+  end
 end

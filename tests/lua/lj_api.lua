@@ -62,7 +62,7 @@ check.raises("lua/lj/error-kernel-cpu", function() s:launch{ kernel = "graph" } 
 check.raises("lua/lj/error-kernel-field", function() s.kernel = "graph" end, "sys:launch")
 check.eq("lua/lj/launch-cpu", s:launch().kernel, "cpu")
 check.raises("lua/lj/error-set-delta", function() s.delta = -1 end, "delta")
-check.raises("lua/lj/error-readonly", function() s.N = 3 end, "read-only", "settable: T, beta, delta")
+check.raises("lua/lj/error-readonly", function() s.N = 3 end, "read-only", "settable: T, beta, lambda, delta")
 check.raises("lua/lj/error-unknown-field", function() s.bogus = 3 end, "unknown field 'bogus'")
 s.T = 0.9
 check.ok("lua/lj/set-T", s.T == 0.9 and math.abs(s.beta - 1 / 0.9) < 1e-15)
@@ -70,7 +70,8 @@ s.beta = 2
 check.ok("lua/lj/set-beta", s.beta == 2 and s.T == 0.5)
 check.raises("lua/lj/error-set-T", function() s.T = -1 end, "T must be a number", "got -1")
 s.T = 0.85
-check.ok("lua/lj/controls", #s.controls == 2 and s.controls[1] == "T" and s.controls[2] == "beta" and
+check.ok("lua/lj/controls", #s.controls == 3 and s.controls[1] == "T" and s.controls[2] == "beta" and
+  s.controls[3] == "lambda" and
   #s.observables == 2 and s.observables[1] == "U" and s.observables[2] == "P")
 
 -- the energy and pressure of the starting lattice, summed here pair by pair
