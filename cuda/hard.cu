@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
  * before the overlap tests, as hard_tether_accept makes it (hard_tether_dE and
  * hard_tether_metropolis on the same inputs), and a refusal counts as a hit; lane l draws the
  * Metropolis uniforms of moves l, l + T, ... and their logarithms ahead, with the displacements,
- * and the offsets of those moves' sites (hard_tether_offset), so neither a draw nor a site's
+ * and the offsets of those moves' sites (carlo_tether_offset), so neither a draw nor a site's
  * load waits inside a move; the tags of the cell's particles sit in shared memory.
  * Without TETHER, th is never read. */
 #define HARD_TEAM_THREADS 128
@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
                 lmine = -log(umine);
                 /* the particle this move will try (the k of move s + tl is (s + tl) mod n) */
                 const int im = (int)(perm >> (4 * ((s + tl) % n)) & 15u);
-                hard_tether_offset(&th, &g, DIM, xyz, th.site + 3 * (size_t)tag_s[team][im], cmine);
+                carlo_tether_offset(&g, DIM, xyz, th.origin, th.L, 1, th.site + 3 * (size_t)tag_s[team][im], cmine);
             } else {
                 hard_displacement(&g, DIM, mv.delta, seed, step, (uint32_t)c, (uint32_t)(s + tl), dmine);
             }
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             }
         if (TETHER && !hit) { /* the tether first, as hard_cell_update: it needs no neighbour */
             const uint32_t tag = tag_s[team][i]; /* the reference (tag 0) stays */
-            hit = tag == 0u || !hard_tether_metropolis(hard_tether_dE_c(&th, DIM, cc, own[i], tp), u, nlu);
+            hit = tag == 0u || !hard_tether_metropolis(carlo_tether_dE(th.lambda, th.L, DIM, cc, own[i], tp), u, nlu);
         }
         for (int j = tl; j < n && !hit; j += T)
             hit = j != i && hard_d2_here(DIM, tp, own[j], NULL) < 1.0f;
@@ -301,20 +301,10 @@ __global__ void __launch_bounds__(256) hist_kernel(carlo_cell_grid g, const floa
     }
 }
 
-bool same_shape(const carlo_cell_grid *a, const carlo_cell_grid *b)
-{
-    return a->dim == b->dim && a->ncells == b->ncells && a->nmax == b->nmax && a->naux == b->naux;
-}
-
+/* Device storage d (allocated for *shape) made fit for grid g (every slot empty when new). */
 int shape_for(carlo_cell_data *d, carlo_cell_grid *shape, const carlo_cell_grid *g)
 {
-    if (d->pos && same_shape(shape, g))
-        return 0;
-    carlo_cells_dev_free(d);
-    if (carlo_cells_dev_alloc(g, d))
-        return -1;
-    *shape = *g;
-    return 0;
+    return carlo_cell_data_fit_with(d, shape, g, carlo_cells_dev_alloc, carlo_cells_dev_free);
 }
 
 int gpu_create(hard_system *s)

@@ -309,8 +309,8 @@ __device__ __forceinline__ bool cb_tether(const cbp &p, int64_t c, const int xyz
     if (tag == 0u)
         return false;
     double cc[3];
-    lj_cb_tether_offset(&p.th, &p.grid, xyz, p.th.site + 3 * (size_t)tag, cc);
-    *dT = lj_cb_tether_dE(&p.th, p.grid.dim, cc, o, nw);
+    carlo_tether_offset(&p.grid, p.grid.dim, xyz, p.th.origin, p.th.L, 0, p.th.site + 3 * (size_t)tag, cc);
+    *dT = carlo_tether_dE(p.th.lambda, p.th.L, p.grid.dim, cc, o, nw);
     return true;
 }
 

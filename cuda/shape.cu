@@ -64,21 +64,10 @@ __global__ void __launch_bounds__(128) overlap_kernel(const __grid_constant__ sh
         atomicOr(&ctr->over, 1u);
 }
 
-bool same_size(const carlo_cell_grid *a, const carlo_cell_grid *b)
-{
-    return a->dim == b->dim && a->ncells == b->ncells && a->nmax == b->nmax && a->naux == b->naux;
-}
-
 /* Device storage d (allocated for *have) made fit for grid g (every slot empty when new). */
 int fit_dev(carlo_cell_data *d, carlo_cell_grid *have, const carlo_cell_grid *g)
 {
-    if (d->pos && same_size(have, g))
-        return 0;
-    carlo_cells_dev_free(d);
-    if (carlo_cells_dev_alloc(g, d))
-        return -1;
-    *have = *g;
-    return 0;
+    return carlo_cell_data_fit_with(d, have, g, carlo_cells_dev_alloc, carlo_cells_dev_free);
 }
 
 int gpu_create(shape_system *s)

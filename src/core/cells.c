@@ -206,6 +206,82 @@ void carlo_cell_data_free(carlo_cell_data *d)
     memset(d, 0, sizeof *d);
 }
 
+int carlo_cell_data_fit_with(carlo_cell_data *d, carlo_cell_grid *have, const carlo_cell_grid *g,
+                             int (*alloc)(const carlo_cell_grid *, carlo_cell_data *),
+                             void (*release)(carlo_cell_data *))
+{
+    if (d->pos && have->dim == g->dim && have->ncells == g->ncells && have->nmax == g->nmax &&
+        have->naux == g->naux)
+        return 0;
+    release(d);
+    if (alloc(g, d))
+        return -1;
+    *have = *g;
+    return 0;
+}
+
+int carlo_cell_data_fit(carlo_cell_data *d, carlo_cell_grid *have, const carlo_cell_grid *g)
+{
+    return carlo_cell_data_fit_with(d, have, g, carlo_cell_data_alloc, carlo_cell_data_free);
+}
+
+/* The names of the three chunks of the cells. */
+static int chunk_names(const char *prefix, char name[3][CARLO_CHUNK_NAME])
+{
+    static const char *const part[3] = {"pos", "aux", "count"};
+    for (int k = 0; k < 3; k++)
+        if (snprintf(name[k], CARLO_CHUNK_NAME, "%s/cells/%s", prefix, part[k]) >= CARLO_CHUNK_NAME)
+            return carlo_seterr("chunk name '%s/cells/%s' is longer than %d bytes", prefix, part[k],
+                                CARLO_CHUNK_NAME - 1);
+    return 0;
+}
+
+int carlo_cells_to_frame(carlo_frame *f, const char *prefix, const carlo_cell_grid *g, carlo_cell_data *d,
+                         int owned)
+{
+    char name[3][CARLO_CHUNK_NAME];
+    if (chunk_names(prefix, name))
+        return -1;
+    const uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax, wplanes = (uint64_t)g->naux * (uint64_t)g->nmax;
+    const uint64_t nc = (uint64_t)g->ncells;
+    if (!owned)
+        return carlo_frame_add_copy(f, name[0], CARLO_F32, planes, nc, d->pos) ||
+                       carlo_frame_add_copy(f, name[1], CARLO_U32, wplanes, nc, d->aux) ||
+                       carlo_frame_add_copy(f, name[2], CARLO_U32, nc, 1, d->count)
+                   ? -1
+                   : 0;
+    int rc = carlo_frame_add_owned(f, name[0], CARLO_F32, planes, nc, d->pos);
+    d->pos = NULL;
+    if (!rc) {
+        rc = carlo_frame_add_owned(f, name[1], CARLO_U32, wplanes, nc, d->aux);
+        d->aux = NULL;
+    }
+    if (!rc) {
+        rc = carlo_frame_add_owned(f, name[2], CARLO_U32, nc, 1, d->count);
+        d->count = NULL;
+    }
+    return rc ? -1 : 0;
+}
+
+int carlo_cells_from_frame(const carlo_frame *f, const char *prefix, const carlo_cell_grid *g,
+                           carlo_cell_data *view)
+{
+    char name[3][CARLO_CHUNK_NAME];
+    if (chunk_names(prefix, name))
+        return -1;
+    const uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax, wplanes = (uint64_t)g->naux * (uint64_t)g->nmax;
+    const uint64_t nc = (uint64_t)g->ncells;
+    const float *pos = carlo_frame_expect(f, name[0], CARLO_F32, planes, nc);
+    const uint32_t *aux = carlo_frame_expect(f, name[1], CARLO_U32, wplanes, nc);
+    const uint32_t *count = carlo_frame_expect(f, name[2], CARLO_U32, nc, 1);
+    if (!pos || !aux || !count)
+        return -1;
+    view->pos = (float *)pos;
+    view->aux = (uint32_t *)aux;
+    view->count = (uint32_t *)count;
+    return 0;
+}
+
 /* The cell and local coordinate of an offset r along axis a (wrapped into [0, L)). */
 static void locate(const carlo_cell_grid *g, int a, double r, int *c, float *u)
 {

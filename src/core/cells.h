@@ -9,6 +9,7 @@
 
 #include "core/box.h"
 #include "core/cells_kernel.h"
+#include "core/frame.h"
 
 /* Cut an orthorhombic box into cells: along each axis the even m >= 2 with
  * w_min <= L / m < w_max (w_max may be INFINITY) whose width is closest to w_pref. nmax slots
@@ -35,6 +36,27 @@ size_t carlo_cells_aux_len(const carlo_cell_grid *g);
 int carlo_cell_data_alloc(const carlo_cell_grid *g, carlo_cell_data *d);
 void carlo_cell_data_free(carlo_cell_data *d);
 void carlo_cell_data_clear(const carlo_cell_grid *g, const carlo_cell_data *d);
+
+/* Storage d, allocated for grid *have, made fit for grid g: kept as it is when its sizes are g's
+ * (dimension, cells, slots, words; after a box move re-gridded the cells, a spare storage is the
+ * old grid's), else freed and allocated afresh for g, every slot empty, and *have = *g. Host
+ * storage (carlo_cell_data_alloc and _free); carlo_cell_data_fit_with takes the allocator and
+ * the release of another storage (a GPU backend's device memory). Returns 0, or -1 with the
+ * allocator's error (d then holds nothing). */
+int carlo_cell_data_fit(carlo_cell_data *d, carlo_cell_grid *have, const carlo_cell_grid *g);
+int carlo_cell_data_fit_with(carlo_cell_data *d, carlo_cell_grid *have, const carlo_cell_grid *g,
+                             int (*alloc)(const carlo_cell_grid *, carlo_cell_data *),
+                             void (*release)(carlo_cell_data *));
+
+/* The cells in a checkpoint: chunks <prefix>/cells/pos (dim nmax rows of ncells floats),
+ * <prefix>/cells/aux (naux nmax rows of ncells words) and <prefix>/cells/count (ncells). To the
+ * frame: copies of d's arrays, or (owned) d's arrays themselves, each field set to NULL as the
+ * frame takes it. From the frame: views of its chunks in *view (valid while the frame is), or -1
+ * with the message of the last chunk missing or of the wrong type or shape. */
+int carlo_cells_to_frame(carlo_frame *f, const char *prefix, const carlo_cell_grid *g, carlo_cell_data *d,
+                         int owned);
+int carlo_cells_from_frame(const carlo_frame *f, const char *prefix, const carlo_cell_grid *g,
+                           carlo_cell_data *view);
 
 /* Put n particles into empty storage, in the order given: r is n x 3 (offsets from the grid's
  * origin, wrapped into the box here; z ignored in 2D), aux n x naux (NULL when naux = 0).

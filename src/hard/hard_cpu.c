@@ -23,26 +23,9 @@ typedef struct cpu_impl {
 
 static cpu_impl *impl(hard_system *s) { return (cpu_impl *)s->impl; }
 
-static int same_shape(const carlo_cell_grid *a, const carlo_cell_grid *b)
-{
-    return a->dim == b->dim && a->ncells == b->ncells && a->nmax == b->nmax && a->naux == b->naux;
-}
-
-/* Storage shaped for grid g (reallocated only when the shape changes). */
-static int shape_for(carlo_cell_data *d, carlo_cell_grid *shape, const carlo_cell_grid *g)
-{
-    if (d->pos && same_shape(shape, g))
-        return 0;
-    carlo_cell_data_free(d);
-    if (carlo_cell_data_alloc(g, d))
-        return -1;
-    *shape = *g;
-    return 0;
-}
-
 static int spare_for(cpu_impl *im, const carlo_cell_grid *g)
 {
-    return shape_for(&im->spare, &im->spare_grid, g);
+    return carlo_cell_data_fit(&im->spare, &im->spare_grid, g);
 }
 
 static int cpu_create(hard_system *s)
@@ -51,7 +34,7 @@ static int cpu_create(hard_system *s)
     if (!im)
         return -1;
     s->impl = im;
-    if (shape_for(&im->cur, &im->cur_grid, &s->grid) || spare_for(im, &s->grid))
+    if (carlo_cell_data_fit(&im->cur, &im->cur_grid, &s->grid) || spare_for(im, &s->grid))
         return -1;
     return 0;
 }
@@ -78,7 +61,7 @@ static void copy_data(const carlo_cell_grid *g, const carlo_cell_data *from, car
 static int cpu_upload(hard_system *s, const carlo_cell_data *h)
 {
     cpu_impl *im = impl(s);
-    if (shape_for(&im->cur, &im->cur_grid, &s->grid))
+    if (carlo_cell_data_fit(&im->cur, &im->cur_grid, &s->grid))
         return -1;
     copy_data(&s->grid, h, &im->cur);
     if (s->split) /* every rank uploads the whole system */

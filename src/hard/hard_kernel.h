@@ -23,6 +23,7 @@
 #include "core/cells_kernel.h"
 #include "core/hd.h"
 #include "core/rng.h"
+#include "core/tether_kernel.h"
 
 #define HARD_PURPOSE_ORDER  0x20u /* in-cell permutation of each sub-sweep */
 #define HARD_PURPOSE_MOVE   0x21u /* trial displacements */
@@ -559,52 +560,17 @@ CARLO_HD double hard_exp_neg(double x)
     return ldexp(p, -k);
 }
 
-/* The offset c of a site r0 from the corner of cell xyz, in box coordinates: a particle at
- * local u of that cell is u + c from its site before the minimum image. One order of
- * operations, ((x w + origin) - L / 2) - r0, as hard_tether_r2 takes it. */
-CARLO_HD void hard_tether_offset(const hard_tether *th, const carlo_cell_grid *g, int dim, const int xyz[3],
-                                 const double *r0, double c[3])
-{
-    c[0] = c[1] = c[2] = 0.0;
-    for (int a = 0; a < dim; a++) {
-        double d = (double)xyz[a] * g->width[a];
-        d = d + th->origin[a];
-        d = d - 0.5 * th->L[a];
-        c[a] = d - r0[a];
-    }
-}
-
-/* |u + c|^2 by the minimum image, c from hard_tether_offset: the squared distance from the
- * site that the chain's decisions use (within rounding of hard_tether_r2's: the cell's part
- * is summed first, so a move's two distances share it and cost two additions an axis). */
-CARLO_HD double hard_tether_r2c(const hard_tether *th, int dim, const double c[3], const float u[3])
-{
-    double r2 = 0.0;
-    for (int a = 0; a < dim; a++) {
-        const double L = th->L[a];
-        double d = (double)u[a] + c[a];
-        if (!(fabs(d) < 0.25 * L)) /* as hard_tether_r2: d itself within a quarter box */
-            d = d - L * rint(d / L);
-        r2 = r2 + d * d;
-    }
-    return r2;
-}
-
-/* The tether's energy change beta dE = lambda (|t - r0|^2 - |old - r0|^2) of a particle going
- * from old to t (local coordinates of its cell), given its site's offset c. */
-CARLO_HD double hard_tether_dE_c(const hard_tether *th, int dim, const double c[3], const float old[3],
-                                 const float t[3])
-{
-    return th->lambda * (hard_tether_r2c(th, dim, c, t) - hard_tether_r2c(th, dim, c, old));
-}
-
-/* The same for the particle of tag `tag` of cell xyz. */
+/* The tether's energy change beta dE = lambda (|t - r0|^2 - |old - r0|^2) of the particle of tag
+ * `tag` of cell xyz going from old to t (local coordinates of its cell): core/tether_kernel.h's,
+ * the site's offset taken from the box's centre, ((x w + origin) - L / 2) - r0, as hard_tether_r2
+ * takes it (the cell's part is summed first, so a move's two distances share it: they agree with
+ * hard_tether_r2's within rounding). */
 CARLO_HD double hard_tether_dE(const hard_tether *th, const carlo_cell_grid *g, int dim, const int xyz[3],
                                uint32_t tag, const float old[3], const float t[3])
 {
     double c[3];
-    hard_tether_offset(th, g, dim, xyz, th->site + 3 * (size_t)tag, c);
-    return hard_tether_dE_c(th, dim, c, old, t);
+    carlo_tether_offset(g, dim, xyz, th->origin, th->L, 1, th->site + 3 * (size_t)tag, c);
+    return carlo_tether_dE(th->lambda, th->L, dim, c, old, t);
 }
 
 /* The uniform number of move s's Metropolis test. 3D: words 2 and 3 of the move's second

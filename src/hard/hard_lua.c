@@ -6,7 +6,6 @@
  * widom). */
 #include <lauxlib.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,26 +18,12 @@
 #include "hard/hard_lua.h"
 #include "hard/hard_mpi.h"
 #include "core/steinhardt.h"
+#include "system/particle_lua.h"
 #include "system/system_lua.h"
 
 static const char *const DEVICES[] = {"auto", "cpu", "gpu", NULL};
 
 extern const carlo_lua_model hard_lua_model;
-
-/* luaL_error with the full printf formats (%g, %.9f, %lld), which lua_pushfstring lacks. */
-static int fail(lua_State *L, const char *fmt, ...) CARLO_PRINTF(2, 3);
-static int fail(lua_State *L, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    luaL_where(L, 1);
-    lua_pushstring(L, msg);
-    lua_concat(L, 2);
-    return lua_error(L);
-}
 
 static hard_system *check(lua_State *L, int idx)
 {
@@ -61,20 +46,20 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
     } else if (lua_type(L, idx) == LUA_TTABLE) {
         n = (int)lua_rawlen(L, idx);
         if (n != dim && n != 6)
-            fail(L, "%s: %s must be a number, %d side lengths or the six GSD numbers "
-                    "{ Lx, Ly, Lz, xy, xz, yz } (got %d numbers)", where, key, dim, n);
+            carlo_lua_fail(L, "%s: %s must be a number, %d side lengths or the six GSD numbers "
+                              "{ Lx, Ly, Lz, xy, xz, yz } (got %d numbers)", where, key, dim, n);
         for (int k = 0; k < n; k++) {
             lua_rawgeti(L, idx, k + 1);
             int isnum;
             v[k] = lua_tonumberx(L, -1, &isnum);
             lua_pop(L, 1);
             if (!isnum || !isfinite(v[k]))
-                fail(L, "%s: %s[%d] must be a finite number (got %s)", where, key, k + 1,
-                     isnum ? "a non-finite number" : "no number");
+                carlo_lua_fail(L, "%s: %s[%d] must be a finite number (got %s)", where, key, k + 1,
+                               isnum ? "a non-finite number" : "no number");
         }
     } else {
-        fail(L, "%s: %s must be a number or a table of side lengths (got a %s)", where, key,
-             luaL_typename(L, idx));
+        carlo_lua_fail(L, "%s: %s must be a number or a table of side lengths (got a %s)", where, key,
+                       luaL_typename(L, idx));
     }
     static const char *const tilt_keys[3] = {"xy", "xz", "yz"};
     for (int k = 0; lua_type(L, idx) == LUA_TTABLE && k < 3; k++) {
@@ -82,26 +67,26 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
             int isnum;
             const double t = lua_tonumberx(L, -1, &isnum);
             if (n == 6)
-                fail(L, "%s: %s: give the tilts either as the six GSD numbers or as %s =, not both", where,
-                     key, tilt_keys[k]);
+                carlo_lua_fail(L, "%s: %s: give the tilts either as the six GSD numbers or as %s =, not both", where,
+                               key, tilt_keys[k]);
             if (!isnum || !isfinite(t))
-                fail(L, "%s: %s.%s must be a finite number (got %s)", where, key, tilt_keys[k],
-                     luaL_tolstring(L, -1, NULL));
+                carlo_lua_fail(L, "%s: %s.%s must be a finite number (got %s)", where, key, tilt_keys[k],
+                               luaL_tolstring(L, -1, NULL));
             v[3 + k] = t;
         }
         lua_pop(L, 1);
     }
     if (n == 6 && dim == 2 && v[2] != 0 && v[2] != 1)
-        fail(L, "%s: %s: a 2D box has Lz = 0 (got %g)", where, key, v[2]);
+        carlo_lua_fail(L, "%s: %s: a 2D box has Lz = 0 (got %g)", where, key, v[2]);
     for (int a = 0; a < dim; a++)
         if (!(v[a] > 0))
-            fail(L, "%s: %s: side %d must be > 0 (got %g)", where, key, a + 1, v[a]);
+            carlo_lua_fail(L, "%s: %s: side %d must be > 0 (got %g)", where, key, a + 1, v[a]);
     carlo_box b = carlo_box_make(dim, v);
     b.xy = v[3];
     b.xz = v[4];
     b.yz = v[5];
     if (hard_tilt_check(&b))
-        fail(L, "%s: %s: %s", where, key, carlo_errmsg());
+        carlo_lua_fail(L, "%s: %s: %s", where, key, carlo_errmsg());
     return b;
 }
 
@@ -118,20 +103,20 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
         n = a->shape[0];
         cols = (int)a->shape[1];
         if (a->ndim != 2 || (cols != 3 && cols != dim))
-            fail(L, "%s: %s must be an N x %d array%s (got %s %lld x %lld)", where, key, dim,
-                 dim == 2 ? " (or N x 3 with z = 0)" : "", carlo_dtype_name(a->type),
-                 (long long)a->shape[0], (long long)a->shape[1]);
+            carlo_lua_fail(L, "%s: %s must be an N x %d array%s (got %s %lld x %lld)", where, key, dim,
+                           dim == 2 ? " (or N x 3 with z = 0)" : "", carlo_dtype_name(a->type),
+                           (long long)a->shape[0], (long long)a->shape[1]);
     } else if (lua_type(L, idx) == LUA_TTABLE) {
         n = (int64_t)lua_rawlen(L, idx);
         cols = 3;
     } else {
-        fail(L, "%s: %s must be a carlo.array or a list of points (got a %s)", where, key,
-             luaL_typename(L, idx));
+        carlo_lua_fail(L, "%s: %s must be a carlo.array or a list of points (got a %s)", where, key,
+                       luaL_typename(L, idx));
         return NULL;
     }
     if (n < 1 || n > HARD_N_MAX)
-        fail(L, "%s: %s must hold 1 to %lld particles (got %lld)", where, key,
-             (long long)HARD_N_MAX, (long long)n);
+        carlo_lua_fail(L, "%s: %s must hold 1 to %lld particles (got %lld)", where, key,
+                       (long long)HARD_N_MAX, (long long)n);
     *N = 0;
     double *x = (double *)lua_newuserdatauv(L, carlo_mulsize((size_t)n, 3 * sizeof(double)), 0);
     for (int64_t k = 0; k < n; k++) {
@@ -142,12 +127,12 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
         } else {
             lua_rawgeti(L, idx, (lua_Integer)k + 1);
             if (!lua_istable(L, -1))
-                fail(L, "%s: %s[%lld] must be a point { x, y%s } (got a %s)", where, key,
-                     (long long)k + 1, dim == 3 ? ", z" : "", luaL_typename(L, -1));
+                carlo_lua_fail(L, "%s: %s[%lld] must be a point { x, y%s } (got a %s)", where, key,
+                               (long long)k + 1, dim == 3 ? ", z" : "", luaL_typename(L, -1));
             int m = (int)lua_rawlen(L, -1);
             if (m != dim && m != 3)
-                fail(L, "%s: %s[%lld] must have %d coordinates (got %d)", where, key,
-                     (long long)k + 1, dim, m);
+                carlo_lua_fail(L, "%s: %s[%lld] must have %d coordinates (got %d)", where, key,
+                               (long long)k + 1, dim, m);
             for (int c = 0; c < m; c++) {
                 lua_rawgeti(L, -1, c + 1);
                 p[c] = lua_tonumber(L, -1);
@@ -157,26 +142,15 @@ static double *parse_positions(lua_State *L, int idx, int dim, int64_t *N, const
         }
         for (int c = 0; c < 3; c++)
             if (!isfinite(p[c]))
-                fail(L, "%s: %s[%lld] is not finite (coordinate %d is %g)", where, key,
-                     (long long)k + 1, c + 1, p[c]);
+                carlo_lua_fail(L, "%s: %s[%lld] is not finite (coordinate %d is %g)", where, key,
+                               (long long)k + 1, c + 1, p[c]);
         if (dim == 2 && p[2] != 0)
-            fail(L, "%s: %s[%lld] has z = %g; disks live in the plane z = 0", where, key,
-                 (long long)k + 1, p[2]);
+            carlo_lua_fail(L, "%s: %s[%lld] has z = %g; disks live in the plane z = 0", where, key,
+                           (long long)k + 1, p[2]);
         memcpy(x + 3 * k, p, sizeof p);
     }
     *N = n;
     return x;
-}
-
-/* An optional keyword table at idx (absent or nil: an empty one). */
-static void optional_table(lua_State *L, int idx)
-{
-    lua_settop(L, idx);
-    if (lua_isnil(L, idx)) {
-        lua_newtable(L);
-        lua_replace(L, idx);
-    }
-    luaL_checktype(L, idx, LUA_TTABLE);
 }
 
 /* A renamed key: its value under the new name or, with a warning, the old one (not both).
@@ -187,7 +161,7 @@ static const char *renamed_key(lua_State *L, int idx, const char *where, const c
     if (!carlo_arg_has(L, idx, old))
         return key;
     if (carlo_arg_has(L, idx, key))
-        fail(L, "%s: give %s, not both %s and %s", where, key, key, old);
+        carlo_lua_fail(L, "%s: give %s, not both %s and %s", where, key, key, old);
     carlo_lua_renamed(where, old, key);
     return old;
 }
@@ -201,10 +175,10 @@ static lua_Integer snapshot_init(lua_State *L, int snap, int dim, const char *wh
     static const char *const skeys[] = {"position", "box", "step", "N", "dimensions", NULL};
     carlo_args_allowed(L, snap, "init", skeys);
     if (lua_getfield(L, snap, "dimensions") != LUA_TNIL && lua_tointeger(L, -1) != dim)
-        fail(L, "%s: init holds a %lld-dimensional snapshot", where, (long long)lua_tointeger(L, -1));
+        carlo_lua_fail(L, "%s: init holds a %lld-dimensional snapshot", where, (long long)lua_tointeger(L, -1));
     lua_pop(L, 1);
     if (lua_getfield(L, snap, "box") == LUA_TNIL)
-        fail(L, "%s: init.box is required (the snapshot's box)", where);
+        carlo_lua_fail(L, "%s: init.box is required (the snapshot's box)", where);
     p->box = parse_box(L, -1, dim, where, "init.box");
     lua_pop(L, 1);
     lua_getfield(L, snap, "position");
@@ -216,16 +190,16 @@ static lua_Integer snapshot_init(lua_State *L, int snap, int dim, const char *wh
     int64_t sn = carlo_arg_has(L, snap, "N") ? carlo_arg_int(L, snap, where, "N", 1, 0, 1, HARD_N_MAX) : n;
     int64_t kn = carlo_arg_has(L, 1, "N") ? carlo_arg_int(L, 1, where, "N", 1, 0, 1, HARD_N_MAX) : n;
     if (sn != n || kn != n)
-        fail(L, "%s: N = %lld does not match the snapshot's %lld positions", where,
-             (long long)(sn != n ? sn : kn), (long long)n);
+        carlo_lua_fail(L, "%s: N = %lld does not match the snapshot's %lld positions", where,
+                       (long long)(sn != n ? sn : kn), (long long)n);
     /* the snapshot brings its box; phi or box given as well must describe the same one (to
      * the grid's rounding of the box, a relative 1e-7) */
     const double phi_snap = hard_phi_of(dim, n, &p->box);
     if (carlo_arg_has(L, 1, "phi")) {
         double phi = carlo_arg_num(L, 1, where, "phi", 1, 0, 0, 0, hard_close_packing(dim), 0);
         if (fabs(phi - phi_snap) > 1e-6 * phi_snap)
-            fail(L, "%s: phi = %.9g does not match the snapshot's packing fraction %.9g (the "
-                    "snapshot brings its box)", where, phi, phi_snap);
+            carlo_lua_fail(L, "%s: phi = %.9g does not match the snapshot's packing fraction %.9g (the "
+                              "snapshot brings its box)", where, phi, phi_snap);
     }
     if (carlo_arg_has(L, 1, "box")) {
         lua_getfield(L, 1, "box");
@@ -233,17 +207,17 @@ static lua_Integer snapshot_init(lua_State *L, int snap, int dim, const char *wh
         lua_pop(L, 1);
         for (int a = 0; a < dim; a++)
             if (fabs(b.L[a] - p->box.L[a]) > 1e-6 * p->box.L[a])
-                fail(L, "%s: box side %d = %.9g does not match the snapshot's %.9g (the snapshot "
-                        "brings its box)", where, a + 1, b.L[a], p->box.L[a]);
+                carlo_lua_fail(L, "%s: box side %d = %.9g does not match the snapshot's %.9g (the snapshot "
+                                  "brings its box)", where, a + 1, b.L[a], p->box.L[a]);
         if (b.xy != p->box.xy || b.xz != p->box.xz || b.yz != p->box.yz)
-            fail(L, "%s: box tilts %.9g, %.9g, %.9g do not match the snapshot's %.9g, %.9g, %.9g (the "
-                    "snapshot brings its box)", where, b.xy, b.xz, b.yz, p->box.xy, p->box.xz, p->box.yz);
+            carlo_lua_fail(L, "%s: box tilts %.9g, %.9g, %.9g do not match the snapshot's %.9g, %.9g, %.9g (the "
+                              "snapshot brings its box)", where, b.xy, b.xz, b.yz, p->box.xy, p->box.xz, p->box.yz);
     }
     lua_Integer step = 0; /* a snapshot's step carries on (trajectories continue their numbering) */
     if (lua_getfield(L, snap, "step") != LUA_TNIL) {
         step = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
         if (step < 0)
-            fail(L, "%s: init.step must be an integer >= 0 (got %s)", where, luaL_tolstring(L, -1, NULL));
+            carlo_lua_fail(L, "%s: init.step must be an integer >= 0 (got %s)", where, luaL_tolstring(L, -1, NULL));
     }
     lua_pop(L, 1);
     return step;
@@ -257,21 +231,21 @@ static void sized_init(lua_State *L, int dim, int lattice, const char *where, ha
     p->N = carlo_arg_int(L, 1, where, "N", 1, 0, 1, HARD_N_MAX);
     int has_phi = carlo_arg_has(L, 1, "phi"), has_box = carlo_arg_has(L, 1, "box");
     if (has_phi == has_box)
-        fail(L, "%s: give exactly one of phi (packing fraction in (0, %.9f)) and box", where, cp);
+        carlo_lua_fail(L, "%s: give exactly one of phi (packing fraction in (0, %.9f)) and box", where, cp);
     if (has_box) {
         lua_getfield(L, 1, "box");
         p->box = parse_box(L, -1, dim, where, "box");
         lua_pop(L, 1);
         double phi = hard_phi_of(dim, p->N, &p->box);
         if (!(phi < cp))
-            fail(L, "%s: N = %lld in this box packs phi = %.9g, at or above close packing %.9g",
-                 where, (long long)p->N, phi, cp);
+            carlo_lua_fail(L, "%s: N = %lld in this box packs phi = %.9g, at or above close packing %.9g",
+                           where, (long long)p->N, phi, cp);
         return;
     }
     double phi = carlo_arg_num(L, 1, where, "phi", 1, 0, 0, 0, cp, 0);
     if (lattice) {
         if (hard_lattice_box(dim, p->N, phi, &p->box))
-            fail(L, "%s: %s", where, carlo_errmsg());
+            carlo_lua_fail(L, "%s: %s", where, carlo_errmsg());
         return;
     }
     double side = pow((double)p->N * hard_particle_volume(dim) / phi, 1.0 / dim);
@@ -304,7 +278,7 @@ static int construct(lua_State *L, int dim)
     const int volume_moves = (int)carlo_arg_int(L, 1, where, "volume_moves", 0, 1, 1, 1024);
     const double lambda = carlo_arg_num(L, 1, where, "lambda", 0, 0, 0, 1, INFINITY, 0);
     if (lambda > 0 && p.pressure > 0)
-        fail(L, "%s: lambda (the tether) runs in NVT only: give no pressure with it", where);
+        carlo_lua_fail(L, "%s: lambda (the tether) runs in NVT only: give no pressure with it", where);
     const char *inits[] = {"random", dim == 2 ? "hex" : "fcc", NULL};
     int init = carlo_lua_init_arg(L, 1, where, NULL, "random", inits, 1);
     lua_Integer step = 0;
@@ -317,15 +291,15 @@ static int construct(lua_State *L, int dim)
     p.device = carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
     const int split = carlo_arg_bool(L, 1, where, "decompose", 0); /* cell layers over the MPI ranks */
     if (split && p.device == CARLO_GPU)
-        fail(L, "%s: decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo exchange "
-                "is not built yet)", where);
+        carlo_lua_fail(L, "%s: decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo exchange "
+                          "is not built yet)", where);
     const double *sites = NULL;
     if (lua_getfield(L, 1, "sites") != LUA_TNIL) {
         int64_t ns;
         sites = parse_positions(L, -1, dim, &ns, where, "sites"); /* stays on the stack */
         if (ns != p.N)
-            fail(L, "%s: sites must list one site per particle, %lld (got %lld)", where,
-                 (long long)p.N, (long long)ns);
+            carlo_lua_fail(L, "%s: sites must list one site per particle, %lld (got %lld)", where,
+                           (long long)p.N, (long long)ns);
     } else {
         lua_pop(L, 1);
     }
@@ -409,8 +383,8 @@ static int l_set_sites(lua_State *L)
         int64_t n;
         x = parse_positions(L, 2, s->dim, &n, "hard:set_sites", "sites");
         if (n != s->N)
-            return fail(L, "hard:set_sites: sites must list one site per particle, %lld (got %lld)",
-                        (long long)s->N, (long long)n);
+            return carlo_lua_fail(L, "hard:set_sites: sites must list one site per particle, %lld (got %lld)",
+                                  (long long)s->N, (long long)n);
     }
     if (hard_set_sites(s, x))
         return carlo_raise(L, "hard:set_sites");
@@ -424,8 +398,8 @@ static int l_widom(lua_State *L)
     hard_system *s = check(L, 1);
     lua_Integer n = luaL_checkinteger(L, 2);
     if (n < 1 || n > (lua_Integer)UINT32_MAX)
-        return fail(L, "hard:widom: n must be an integer from 1 to %u (got %lld)", (unsigned)UINT32_MAX,
-                    (long long)n);
+        return carlo_lua_fail(L, "hard:widom: n must be an integer from 1 to %u (got %lld)", (unsigned)UINT32_MAX,
+                              (long long)n);
     uint64_t hits;
     if (hard_insert_test(s, (uint64_t)n, &hits))
         return carlo_raise(L, "hard:widom");
@@ -483,7 +457,7 @@ static int l_tune(lua_State *L)
     static const char *const keys[] = {"target", "volume_target", "rounds", "sweeps", "quiet", NULL};
     const char *where = "hard:tune";
     hard_system *s = check(L, 1);
-    optional_table(L, 2);
+    carlo_lua_optional_table(L, 2);
     carlo_args_allowed(L, 2, where, keys);
     double target = carlo_arg_num(L, 2, where, "target", 0, 0.2, 0, 0, 1, 0);
     double vt = carlo_arg_num(L, 2, where, "volume_target", 0, 0.3, 0, 0, 1, 0);
@@ -513,42 +487,18 @@ static int l_tune(lua_State *L)
 
 /* ---------- the model's own observations ---------- */
 
-static void push_box(lua_State *L, const carlo_box *b)
-{
-    double v[6];
-    carlo_box_gsd(b, v);
-    lua_createtable(L, 6, 0);
-    for (int k = 0; k < 6; k++) {
-        lua_pushnumber(L, v[k]);
-        lua_rawseti(L, -2, k + 1);
-    }
-}
-
 /* sys:steinhardt{ rc = 1.2 (sqrt 2 / rho)^(1/3) } -> { Q4 =, Q6 =, rc = } (spheres): the
  * global bond order of the centres (core/steinhardt.h) */
+static int steinhardt_of(void *s, double rc, double *q4, double *q6)
+{
+    return hard_steinhardt((hard_system *)s, rc, q4, q6);
+}
+
 static int l_steinhardt(lua_State *L)
 {
-    static const char *const keys[] = {"rc", NULL};
-    const char *where = "hard:steinhardt";
     hard_system *s = check(L, 1);
-    optional_table(L, 2);
-    carlo_args_allowed(L, 2, where, keys);
-    if (s->dim != 3)
-        return luaL_error(L, "%s: Q4 and Q6 are the bond order of spheres (3D)", where);
-    double h[3];
-    carlo_box_heights(&s->box, h); /* the widths between faces: L in an orthorhombic box */
-    const double half = 0.5 * fmin(h[0], fmin(h[1], h[2]));
-    const double rc = carlo_arg_num(L, 2, where, "rc", 0,
-                                    carlo_steinhardt_rc((double)s->N / carlo_box_volume(&s->box)), 0, 0,
-                                    half, 1);
-    double q4, q6;
-    if (hard_steinhardt(s, rc, &q4, &q6))
-        return carlo_raise(L, where);
-    lua_createtable(L, 0, 3);
-    carlo_lua_setnum(L, "Q4", q4);
-    carlo_lua_setnum(L, "Q6", q6);
-    carlo_lua_setnum(L, "rc", rc);
-    return 1;
+    return carlo_lua_steinhardt(L, "hard:steinhardt", "the bond order of spheres", s->dim, s->N, &s->box,
+                                steinhardt_of, s);
 }
 
 /* sys:psi6{ rc = 1.4, values = false } -> { global =, local =, values = array N x 2 } */
@@ -557,7 +507,7 @@ static int l_psi6(lua_State *L)
     static const char *const keys[] = {"rc", "values", NULL};
     const char *where = "hard:psi6";
     hard_system *s = check(L, 1);
-    optional_table(L, 2);
+    carlo_lua_optional_table(L, 2);
     carlo_args_allowed(L, 2, where, keys);
     double rc = carlo_arg_num(L, 2, where, "rc", 0, 1.4, 0, 0, INFINITY, 0);
     int values = carlo_arg_bool(L, 2, where, "values", 0);
@@ -645,7 +595,7 @@ static int l_launch(lua_State *L)
     const char *where = "hard:launch";
     hard_system *s = check(L, 1);
     const int given = !lua_isnoneornil(L, 2);
-    optional_table(L, 2);
+    carlo_lua_optional_table(L, 2);
     carlo_args_allowed(L, 2, where, keys);
     hard_launch la = s->launch;
     if (carlo_arg_has(L, 2, "variant"))
@@ -768,7 +718,7 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
     else if (strcmp(k, "volume") == 0)
         lua_pushnumber(L, carlo_box_volume(&s->box));
     else if (strcmp(k, "box") == 0)
-        push_box(L, &s->box);
+        carlo_lua_push_box(L, &s->box);
     else if (strcmp(k, "delta") == 0)
         lua_pushnumber(L, (double)s->mv.delta);
     else if (strcmp(k, "moves_per_cell") == 0)
@@ -808,29 +758,29 @@ static int newindex_field(lua_State *L, carlo_sys *c, const char *k, int v)
     double x = lua_tonumberx(L, v, &isnum);
     if (strcmp(k, "delta") == 0) {
         if (!isnum || !(x > 0) || x > 2)
-            return fail(L, "hard: delta must be a number in (0, 2] (got %s)", luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "hard: delta must be a number in (0, 2] (got %s)", luaL_tolstring(L, v, NULL));
         s->mv.delta = (float)x;
     } else if (strcmp(k, "moves_per_cell") == 0) {
         if (!lua_isinteger(L, v) || x < 1 || x > 4096)
-            return fail(L, "hard: moves_per_cell must be an integer from 1 to 4096 (got %s)",
-                        luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "hard: moves_per_cell must be an integer from 1 to 4096 (got %s)",
+                                  luaL_tolstring(L, v, NULL));
         s->mv.moves = (int)x;
     } else if (strcmp(k, "shuffle") == 0) {
         if (!lua_isboolean(L, v))
-            return fail(L, "hard: shuffle must be true or false (got %s)", luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "hard: shuffle must be true or false (got %s)", luaL_tolstring(L, v, NULL));
         s->mv.shuffle = lua_toboolean(L, v);
     } else if (strcmp(k, "volume_moves") == 0) {
         if (!lua_isinteger(L, v) || hard_set_volume_moves(s, (int)(x < 0 ? 0 : x > 4096 ? 4096 : x)))
-            return fail(L, "hard: volume_moves must be an integer from 1 to 1024 (got %s)",
-                        luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "hard: volume_moves must be an integer from 1 to 1024 (got %s)",
+                                  luaL_tolstring(L, v, NULL));
     } else if (strcmp(k, "dlnV") == 0) {
         if (!isnum || !(x > 0) || x > 1)
-            return fail(L, "hard: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "hard: dlnV must be a number in (0, 1] (got %s)", luaL_tolstring(L, v, NULL));
         s->dlnV = x;
     } else if (strcmp(k, "pressure") == 0 && (lua_isnil(L, v) || !s->npt)) {
         if (!lua_isnil(L, v) && (!isnum || !(x > 0) || !isfinite(x)))
-            return fail(L, "hard: pressure must be a number > 0 (beta P sigma^%d), or nil for NVT "
-                           "(got %s)", s->dim, luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "hard: pressure must be a number > 0 (beta P sigma^%d), or nil for NVT "
+                                     "(got %s)", s->dim, luaL_tolstring(L, v, NULL));
         if (hard_set_pressure(s, lua_isnil(L, v) ? 0 : x))
             return carlo_raise(L, "hard");
     } else if (is_launch_field(k)) {
@@ -858,7 +808,7 @@ static void snapshot(lua_State *L, carlo_sys *c, int replica)
             out[k * s->dim + d] = x[3 * k + d];
     lua_setfield(L, -3, "position");
     lua_pop(L, 1);
-    push_box(L, &s->box);
+    carlo_lua_push_box(L, &s->box);
     lua_setfield(L, -2, "box");
     carlo_lua_setint(L, "step", (long long)s->step);
     carlo_lua_setint(L, "N", (long long)s->N);
@@ -902,16 +852,16 @@ static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const 
     o->psi6 = carlo_arg_bool(L, args, where, "psi6", 0);
     o->widom = (uint32_t)carlo_arg_int(L, args, where, "widom", 0, 0, 0, (lua_Integer)UINT32_MAX);
     if (o->psi6 && s->dim != 2)
-        fail(L, "%s: psi6 is the hexatic order of disks (this system holds spheres)", where);
+        carlo_lua_fail(L, "%s: psi6 is the hexatic order of disks (this system holds spheres)", where);
     o->steinhardt = carlo_arg_bool(L, args, where, "steinhardt", 0);
     if (o->steinhardt && s->dim != 3)
-        fail(L, "%s: steinhardt (Q4, Q6) is the bond order of spheres (this system holds disks)", where);
+        carlo_lua_fail(L, "%s: steinhardt (Q4, Q6) is the bond order of spheres (this system holds disks)", where);
     o->rc = carlo_arg_num(L, args, where, "rc", 0, 1.4, 0, 0, INFINITY, 0);
     double h[3];
     carlo_box_heights(&s->box, h); /* the widths between faces: L in an orthorhombic box */
     if (o->psi6 && o->rc > 0.5 * fmin(h[0], h[1]))
-        fail(L, "%s: rc must be below half the box's width, %g (got %g)", where, 0.5 * fmin(h[0], h[1]),
-             o->rc);
+        carlo_lua_fail(L, "%s: rc must be below half the box's width, %g (got %g)", where, 0.5 * fmin(h[0], h[1]),
+                       o->rc);
     hard_pressure_defaults(&o->pp);
     o->fit = carlo_arg_has(L, args, "gr") || carlo_arg_has(L, args, "sdf");
     parse_fit(L, args, where, "gr", &o->pp.gr_dr, &o->pp.gr_width, &o->pp.gr_degree, "dr", "width");
@@ -934,7 +884,7 @@ static void observe_extra(lua_State *L, carlo_sys *c, int replica, const double 
     carlo_lua_setint(L, "N", (long long)s->N);
     if (!s->npt) /* an NPT system's volume is one of its observables */
         carlo_lua_setnum(L, "volume", carlo_box_volume(&s->box));
-    push_box(L, &s->box);
+    carlo_lua_push_box(L, &s->box);
     lua_setfield(L, -2, "box");
     carlo_lua_setnum(L, "delta", (double)s->mv.delta);
     carlo_lua_setnum(L, "dlnV", s->dlnV);

@@ -276,19 +276,8 @@ int hard_checkpoint(hard_system *s, carlo_frame *f)
              (s->sites && carlo_frame_add_copy(f, "hard/sites", CARLO_F64, (uint64_t)s->N, 3, s->sites)) ||
              (s->split && carlo_frame_add_u64(f, "hard/split", 1)) || /* split again when loaded */
              (s->mv.skew && carlo_frame_add_copy(f, "hard/tilts", CARLO_F64, 3, 1, tilts));
-    if (!rc) {
-        uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
-        rc = carlo_frame_add_owned(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells, h.pos);
-        h.pos = NULL;
-        if (!rc)
-            rc = carlo_frame_add_owned(f, "hard/cells/aux", CARLO_U32, (uint64_t)g->nmax,
-                                       (uint64_t)g->ncells, h.aux);
-        h.aux = NULL;
-        if (!rc)
-            rc = carlo_frame_add_owned(f, "hard/cells/count", CARLO_U32, (uint64_t)g->ncells, 1,
-                                       h.count);
-        h.count = NULL;
-    }
+    if (!rc)
+        rc = carlo_cells_to_frame(f, "hard", g, &h, 1);
     carlo_cell_data_free(&h);
     return rc ? -1 : 0;
 }
@@ -331,17 +320,8 @@ hard_system *hard_restore(const carlo_frame *f, carlo_device_kind device)
         hard_destroy(s);
         return NULL;
     }
-    uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax;
-    const float *pos = carlo_frame_expect(f, "hard/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells);
-    const uint32_t *aux = carlo_frame_expect(f, "hard/cells/aux", CARLO_U32, (uint64_t)g->nmax,
-                                             (uint64_t)g->ncells);
-    const uint32_t *count = carlo_frame_expect(f, "hard/cells/count", CARLO_U32, (uint64_t)g->ncells, 1);
-    if (!pos || !aux || !count) {
-        hard_destroy(s);
-        return NULL;
-    }
-    carlo_cell_data h = {(float *)pos, (uint32_t *)aux, (uint32_t *)count};
-    if (carlo_cells_verify(g, &h, s->N) || s->be->upload(s, &h)) {
+    carlo_cell_data h;
+    if (carlo_cells_from_frame(f, "hard", g, &h) || carlo_cells_verify(g, &h, s->N) || s->be->upload(s, &h)) {
         hard_destroy(s);
         return NULL;
     }

@@ -6,6 +6,7 @@
 #define CARLO_LJ_CB_KERNEL_H
 
 #include "core/cells_kernel.h"
+#include "core/tether_kernel.h"
 #include "lj/lj_kernel.h"
 
 /* Particles sit in cells at least rc wide, with float coordinates local to their cell. Every
@@ -168,48 +169,16 @@ CARLO_HD int lj_cb_accept(double dU, double beta, double logu)
  * by particle index (the cells' word plane 0), in the frame of the positions: a particle at
  * local u of cell xyz is at xyz w + u + origin, origin following the cell shifts. A move's
  * acceptance takes beta dU + lambda (|n - r0|^2 - |o - r0|^2) (lj_cb_accept_tether); the
- * particle of index 0 (the Einstein molecule's reference) never moves. Everything in double,
- * one order of operations without fused multiply-adds, so CPU and GPU decide alike. */
+ * particle of index 0 (the Einstein molecule's reference) never moves. The distances and the
+ * energy change are core/tether_kernel.h's, the sites' offsets uncentred (x w + origin) - r0:
+ * everything in double, one order of operations without fused multiply-adds, so CPU and GPU
+ * decide alike. */
 typedef struct lj_tether {
     double lambda;      /* > 0 (a tether of 0 is never consulted) */
     double origin[3];   /* the grid's corner in the sites' frame, in [0, L) */
     double L[3];        /* the grid's box, m w */
     const double *site; /* N x 3 in [0, L) */
 } lj_tether;
-
-/* The offset c of site r0 from the corner of cell xyz: (x w + origin) - r0 per axis. */
-CARLO_HD void lj_cb_tether_offset(const lj_tether *th, const carlo_cell_grid *g, const int xyz[3],
-                                  const double *r0, double c[3])
-{
-    c[0] = c[1] = c[2] = 0.0;
-    for (int a = 0; a < g->dim; a++) {
-        double d = (double)xyz[a] * g->width[a];
-        d = d + th->origin[a];
-        c[a] = d - r0[a];
-    }
-}
-
-/* |u + c|^2 by the minimum image (d kept as it is within a quarter box, as d - L rint(d / L)
- * would give it up to the sign of a zero). */
-CARLO_HD double lj_cb_tether_r2(const lj_tether *th, int dim, const double c[3], const float u[3])
-{
-    double r2 = 0.0;
-    for (int a = 0; a < dim; a++) {
-        const double L = th->L[a];
-        double d = (double)u[a] + c[a];
-        if (!(fabs(d) < 0.25 * L))
-            d = d - L * rint(d / L);
-        r2 = r2 + d * d;
-    }
-    return r2;
-}
-
-/* beta dU_t of a particle going from o to n (local coordinates), its site's offset c. */
-CARLO_HD double lj_cb_tether_dE(const lj_tether *th, int dim, const double c[3], const float o[3],
-                                const float n[3])
-{
-    return th->lambda * (lj_cb_tether_r2(th, dim, c, n) - lj_cb_tether_r2(th, dim, c, o));
-}
 
 /* Metropolis with the tether: accept when log u < -(beta dU + beta dU_t); NaN and +inf
  * rejected. */

@@ -250,8 +250,8 @@ uint64_t lj_cb_cell_subsweep(const lj_cb_system *s, const carlo_cell_data *d, in
             if (tag == 0u)
                 continue;
             double cc[3];
-            lj_cb_tether_offset(th, g, xyz, th->site + 3 * (size_t)tag, cc);
-            dT = lj_cb_tether_dE(th, g->dim, cc, o, nw);
+            carlo_tether_offset(g, g->dim, xyz, th->origin, th->L, 0, th->site + 3 * (size_t)tag, cc);
+            dT = carlo_tether_dE(th->lambda, th->L, g->dim, cc, o, nw);
         }
         if (T == LJ_CB_WARP) {
             cb_lanes_near(&G, M, (const float *const *)c, o, dd, nw, me, flag, near, lu, lw);

@@ -155,8 +155,8 @@ int lj_cb_msd_site(lj_cb_system *s, double *msd)
             for (int a = 0; a < g->dim; a++)
                 u[a] = d.pos[carlo_cell_slot(g, c, i, a)];
             double cc[3];
-            lj_cb_tether_offset(&th, g, xyz, s->sites + 3 * (size_t)tag, cc);
-            sum += lj_cb_tether_r2(&th, g->dim, cc, u);
+            carlo_tether_offset(g, g->dim, xyz, th.origin, th.L, 0, s->sites + 3 * (size_t)tag, cc);
+            sum += carlo_tether_r2(th.L, g->dim, cc, u);
         }
     }
     carlo_cell_data_free(&d);

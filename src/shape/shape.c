@@ -55,25 +55,6 @@ static int plan(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, doub
     return carlo_cells_plan(g, b, w_min, INFINITY, w_min, nmax, naux);
 }
 
-static int same_size(const carlo_cell_grid *a, const carlo_cell_grid *b)
-{
-    return a->dim == b->dim && a->ncells == b->ncells && a->nmax == b->nmax && a->naux == b->naux;
-}
-
-/* Host storage d (allocated for grid *have) made fit for grid g: reallocated, every slot empty,
- * when the sizes differ (after a box move re-gridded the cells, the spare storage is the old
- * grid's). */
-static int fit_host(carlo_cell_data *d, carlo_cell_grid *have, const carlo_cell_grid *g)
-{
-    if (d->pos && same_size(have, g))
-        return 0;
-    carlo_cell_data_free(d);
-    if (carlo_cell_data_alloc(g, d))
-        return -1;
-    *have = *g;
-    return 0;
-}
-
 /* The box of record: the grid's sides (exact multiples of the cell widths) with the tilts of
  * b; the kernels' copy of the tilts. */
 static void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const carlo_box *b)
@@ -134,8 +115,8 @@ shape_system *shape_alloc(const shape_params *p)
             shape_destroy(s);
             return NULL;
         }
-    } else if (fit_host(&s->cur, &s->cur_alloc, &s->grid) || fit_host(&s->spare, &s->spare_alloc, &s->grid) ||
-               (s->be && s->be->create(s))) {
+    } else if (carlo_cell_data_fit(&s->cur, &s->cur_alloc, &s->grid) ||
+               carlo_cell_data_fit(&s->spare, &s->spare_alloc, &s->grid) || (s->be && s->be->create(s))) {
         shape_destroy(s);
         return NULL;
     }
@@ -571,7 +552,7 @@ int shape_shift_cells(shape_system *s)
         if (s->be->shift(s, sh))
             return gpu_failed(s);
     } else {
-        if (fit_host(&s->spare, &s->spare_alloc, &s->grid) ||
+        if (carlo_cell_data_fit(&s->spare, &s->spare_alloc, &s->grid) ||
             carlo_cells_shift_host(&s->grid, &s->cur, &s->spare, sh))
             return -1;
         carlo_cell_data t = s->cur;
@@ -819,12 +800,13 @@ static int set_grid(shape_system *s, const carlo_cell_grid *pg, const carlo_box 
             s->be->destroy(s);
         }
         s->grid = g;
-        if (fit_host(&s->cur, &s->cur_alloc, &g) || fit_host(&s->spare, &s->spare_alloc, &g))
+        if (carlo_cell_data_fit(&s->cur, &s->cur_alloc, &g) || carlo_cell_data_fit(&s->spare, &s->spare_alloc, &g))
             return -1;
         if (s->be && s->be->create(s))
             return gpu_failed(s);
     }
-    if (!s->serial && (fit_host(&s->cur, &s->cur_alloc, &g) || fit_host(&s->spare, &s->spare_alloc, &g)))
+    if (!s->serial &&
+        (carlo_cell_data_fit(&s->cur, &s->cur_alloc, &g) || carlo_cell_data_fit(&s->spare, &s->spare_alloc, &g)))
         return -1;
     s->grid = g;
     shape_box_of_grid(s, &g, tilts);
@@ -952,7 +934,7 @@ int shape_volume_move(shape_system *s)
 static int cpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const double lam[3], shape_moves mv, int *bad)
 {
     *bad = 0;
-    if (fit_host(&s->spare, &s->spare_alloc, ng))
+    if (carlo_cell_data_fit(&s->spare, &s->spare_alloc, ng))
         return -1;
     if (carlo_cells_regrid_host(&s->grid, &s->cur, ng, &s->spare, lam)) {
         *bad = 1; /* a cell over its bound on non-overlapping centres */
@@ -1007,7 +989,7 @@ static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box 
     if (bad)
         return 0;
     s->grid = *g;
-    if (s->be && fit_host(&s->cur, &s->cur_alloc, g)) /* the host copy, fetched on demand */
+    if (s->be && carlo_cell_data_fit(&s->cur, &s->cur_alloc, g)) /* the host copy, fetched on demand */
         return -1;
     shape_box_of_grid(s, g, nb);
     for (int a = 0; a < s->dim; a++)

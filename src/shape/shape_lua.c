@@ -6,7 +6,6 @@
  * nematic, png, pressure). */
 #include <lauxlib.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,25 +18,12 @@
 #include "shape/shape.h"
 #include "core/steinhardt.h"
 #include "shape/shape_lua.h"
+#include "system/particle_lua.h"
 #include "system/system_lua.h"
 
 #define PI 3.141592653589793
 
 extern const carlo_lua_model shape_lua_model;
-
-static int fail(lua_State *L, const char *fmt, ...) CARLO_PRINTF(2, 3);
-static int fail(lua_State *L, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    luaL_where(L, 1);
-    lua_pushstring(L, msg);
-    lua_concat(L, 2);
-    return lua_error(L);
-}
 
 static shape_system *check(lua_State *L, int idx)
 {
@@ -58,17 +44,17 @@ static double *parse_points(lua_State *L, int idx, int cols, int64_t nmin, int64
         n = a->shape[0];
         int64_t c = a->ndim == 2 ? a->shape[1] : 1;
         if (c != cols)
-            fail(L, "%s: %s must be an N x %d array (got %lld x %lld)", where, key, cols,
-                 (long long)a->shape[0], (long long)c);
+            carlo_lua_fail(L, "%s: %s must be an N x %d array (got %lld x %lld)", where, key, cols,
+                           (long long)a->shape[0], (long long)c);
     } else if (lua_type(L, idx) == LUA_TTABLE) {
         n = (int64_t)lua_rawlen(L, idx);
     } else {
-        fail(L, "%s: %s must be a carlo.array or a list (got a %s)", where, key, luaL_typename(L, idx));
+        carlo_lua_fail(L, "%s: %s must be a carlo.array or a list (got a %s)", where, key, luaL_typename(L, idx));
         return NULL;
     }
     if (n < nmin || n > nmax)
-        fail(L, "%s: %s must hold %lld to %lld entries (got %lld)", where, key, (long long)nmin,
-             (long long)nmax, (long long)n);
+        carlo_lua_fail(L, "%s: %s must hold %lld to %lld entries (got %lld)", where, key, (long long)nmin,
+                       (long long)nmax, (long long)n);
     double *x = (double *)lua_newuserdatauv(L, carlo_mulsize((size_t)n, 3 * sizeof(double)), 0);
     for (int64_t k = 0; k < n; k++) {
         double p[3] = {0, 0, 0};
@@ -82,21 +68,21 @@ static double *parse_points(lua_State *L, int idx, int cols, int64_t nmin, int64
             if (cols != 1)
                 lua_rawgeti(L, idx, (lua_Integer)k + 1);
             if (!lua_istable(L, -1) || (int)lua_rawlen(L, -1) != cols)
-                fail(L, "%s: %s[%lld] must be %s of %d numbers (got %s)", where, key, (long long)k + 1,
-                     cols == 1 ? "a number or a list" : "a list", cols, luaL_typename(L, -1));
+                carlo_lua_fail(L, "%s: %s[%lld] must be %s of %d numbers (got %s)", where, key, (long long)k + 1,
+                               cols == 1 ? "a number or a list" : "a list", cols, luaL_typename(L, -1));
             for (int c = 0; c < cols; c++) {
                 lua_rawgeti(L, -1, c + 1);
                 int isnum;
                 p[c] = lua_tonumberx(L, -1, &isnum);
                 if (!isnum)
-                    fail(L, "%s: %s[%lld][%d] must be a number", where, key, (long long)k + 1, c + 1);
+                    carlo_lua_fail(L, "%s: %s[%lld][%d] must be a number", where, key, (long long)k + 1, c + 1);
                 lua_pop(L, 1);
             }
             lua_pop(L, 1);
         }
         for (int c = 0; c < 3; c++)
             if (!isfinite(p[c]))
-                fail(L, "%s: %s[%lld] is not finite", where, key, (long long)k + 1);
+                carlo_lua_fail(L, "%s: %s[%lld] is not finite", where, key, (long long)k + 1);
         memcpy(x + 3 * k, p, sizeof p);
     }
     *n_out = n;
@@ -127,8 +113,8 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
         for (int a = 0; a < 3; a++) {
             int named = lua_getfield(L, idx, tilts[a]) != LUA_TNIL;
             if (named && six)
-                fail(L, "%s: %s: give the tilts either as the last three of six numbers or as %s =, not both",
-                     where, key, tilts[a]);
+                carlo_lua_fail(L, "%s: %s: give the tilts either as the last three of six numbers or as %s =, not both",
+                               where, key, tilts[a]);
             if (!named) {
                 lua_pop(L, 1);
                 if (!six)
@@ -136,7 +122,8 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
                 lua_rawgeti(L, idx, 4 + a);
             }
             if (lua_type(L, -1) != LUA_TNUMBER)
-                fail(L, "%s: %s: tilt %s must be a number (got %s)", where, key, tilts[a], luaL_typename(L, -1));
+                carlo_lua_fail(L, "%s: %s: tilt %s must be a number (got %s)", where, key, tilts[a],
+                               luaL_typename(L, -1));
             t[a] = lua_tonumber(L, -1);
             lua_pop(L, 1);
         }
@@ -145,21 +132,21 @@ static carlo_box parse_box(lua_State *L, int idx, int dim, const char *where, co
             double lz = lua_tonumber(L, -1);
             lua_pop(L, 1);
             if (lz != 0 && lz != 1)
-                fail(L, "%s: %s: a 2D box has Lz = 0 (or 1, as HOOMD writes it; got %g)", where, key, lz);
+                carlo_lua_fail(L, "%s: %s: a 2D box has Lz = 0 (or 1, as HOOMD writes it; got %g)", where, key, lz);
         }
     } else {
-        fail(L, "%s: %s must be a number, %d side lengths (with tilts xy =%s), or the six numbers "
-                "{ Lx, Ly, Lz, xy, xz, yz }", where, key, dim, dim == 3 ? ", xz =, yz =" : "");
+        carlo_lua_fail(L, "%s: %s must be a number, %d side lengths (with tilts xy =%s), or the six numbers "
+                          "{ Lx, Ly, Lz, xy, xz, yz }", where, key, dim, dim == 3 ? ", xz =, yz =" : "");
     }
     for (int a = 0; a < dim; a++)
         if (!(v[a] > 0) || !isfinite(v[a]))
-            fail(L, "%s: %s: side %d must be a finite number > 0 (got %g)", where, key, a + 1, v[a]);
+            carlo_lua_fail(L, "%s: %s: side %d must be a finite number > 0 (got %g)", where, key, a + 1, v[a]);
     for (int a = 0; a < 3; a++) {
         if (!isfinite(t[a]) || fabs(t[a]) > SHAPE_TILT_MAX)
-            fail(L, "%s: %s: tilt %s must be a finite number in [-%g, %g] (got %g)", where, key, tilts[a],
-                 SHAPE_TILT_MAX, SHAPE_TILT_MAX, t[a]);
+            carlo_lua_fail(L, "%s: %s: tilt %s must be a finite number in [-%g, %g] (got %g)", where, key, tilts[a],
+                           SHAPE_TILT_MAX, SHAPE_TILT_MAX, t[a]);
         if (dim == 2 && a > 0 && t[a] != 0)
-            fail(L, "%s: %s: a 2D box has the tilt xy only (got %s = %g)", where, key, tilts[a], t[a]);
+            carlo_lua_fail(L, "%s: %s: a 2D box has the tilt xy only (got %s = %g)", where, key, tilts[a], t[a]);
     }
     carlo_box b = carlo_box_make(dim, v);
     b.xy = t[0];
@@ -198,7 +185,7 @@ static void parse_shape(lua_State *L, const kind *k, shape_def *sd, double *v1)
     }
     double sweep = carlo_arg_num(L, 1, where, "sweep_radius", 0, 0, 0, 1, INFINITY, 0);
     if (lua_getfield(L, 1, "vertices") == LUA_TNIL)
-        fail(L, "%s: vertices is required (a list of { x, y%s } points)", where, k->dim == 3 ? ", z" : "");
+        carlo_lua_fail(L, "%s: vertices is required (a list of { x, y%s } points)", where, k->dim == 3 ? ", z" : "");
     int64_t nv = 0;
     double *v = parse_points(L, -1, k->dim, k->dim + 1, SHAPE_VMAX, &nv, where, "vertices");
     if (shape_make_poly(sd, k->dim, (int)nv, v, sweep, v1, NULL))
@@ -214,11 +201,11 @@ static lua_Integer snapshot_init(lua_State *L, int snap, const kind *k, shape_pa
     const char *where = k->where;
     carlo_args_allowed(L, snap, "init", skeys);
     if (lua_getfield(L, snap, "box") == LUA_TNIL)
-        fail(L, "%s: init.box is required (the snapshot's box)", where);
+        carlo_lua_fail(L, "%s: init.box is required (the snapshot's box)", where);
     p->box = parse_box(L, -1, k->dim, where, "init.box");
     lua_pop(L, 1);
     if (lua_getfield(L, snap, "position") == LUA_TNIL)
-        fail(L, "%s: init.position is required", where);
+        carlo_lua_fail(L, "%s: init.position is required", where);
     int64_t n = 0, no = 0;
     p->positions = parse_points(L, -1, k->dim, 1, SHAPE_N_MAX, &n, where, "init.position");
     lua_remove(L, -2);
@@ -242,7 +229,8 @@ static lua_Integer snapshot_init(lua_State *L, int snap, const kind *k, shape_pa
             carlo_array *a = carlo_array_test(L, -1);
             int64_t m = a ? a->shape[0] : (lua_istable(L, -1) ? (int64_t)lua_rawlen(L, -1) : -1);
             if (m != n || (a && (a->ndim != 2 || a->shape[1] != 4)))
-                fail(L, "%s: init.orientation must hold %lld quaternions { w, x, y, z }", where, (long long)n);
+                carlo_lua_fail(L, "%s: init.orientation must hold %lld quaternions { w, x, y, z }", where,
+                               (long long)n);
             for (int64_t j = 0; j < n; j++) {
                 double in[4];
                 for (int c = 0; c < 4; c++) {
@@ -256,7 +244,8 @@ static lua_Integer snapshot_init(lua_State *L, int snap, const kind *k, shape_pa
                     }
                 }
                 if (shape_orient_words(3, in, o + 4 * j))
-                    fail(L, "%s: init.orientation[%lld] must be a finite quaternion, not 0", where, (long long)j + 1);
+                    carlo_lua_fail(L, "%s: init.orientation[%lld] must be a finite quaternion, not 0", where,
+                                   (long long)j + 1);
             }
             lua_pop(L, 1);
         }
@@ -265,14 +254,14 @@ static lua_Integer snapshot_init(lua_State *L, int snap, const kind *k, shape_pa
     p->init = SHAPE_INIT_GIVEN;
     p->N = n;
     if (carlo_arg_has(L, 1, "N") && carlo_arg_int(L, 1, where, "N", 1, 0, 1, SHAPE_N_MAX) != n)
-        fail(L, "%s: N does not match the snapshot's %lld positions", where, (long long)n);
+        carlo_lua_fail(L, "%s: N does not match the snapshot's %lld positions", where, (long long)n);
     /* the snapshot brings its box; phi or box given as well must describe the same one */
     const double phi_snap = (double)n * p->volume1 / carlo_box_volume(&p->box);
     if (carlo_arg_has(L, 1, "phi")) {
         double phi = carlo_arg_num(L, 1, where, "phi", 1, 0, 0, 0, 1, 0);
         if (fabs(phi - phi_snap) > 1e-6 * phi_snap)
-            fail(L, "%s: phi = %.9g does not match the snapshot's packing fraction %.9g (the snapshot "
-                    "brings its box)", where, phi, phi_snap);
+            carlo_lua_fail(L, "%s: phi = %.9g does not match the snapshot's packing fraction %.9g (the snapshot "
+                              "brings its box)", where, phi, phi_snap);
     }
     if (carlo_arg_has(L, 1, "box")) {
         lua_getfield(L, 1, "box");
@@ -280,19 +269,19 @@ static lua_Integer snapshot_init(lua_State *L, int snap, const kind *k, shape_pa
         lua_pop(L, 1);
         for (int a = 0; a < k->dim; a++)
             if (fabs(b.L[a] - p->box.L[a]) > 1e-6 * p->box.L[a])
-                fail(L, "%s: box side %d = %.9g does not match the snapshot's %.9g", where, a + 1, b.L[a],
-                     p->box.L[a]);
+                carlo_lua_fail(L, "%s: box side %d = %.9g does not match the snapshot's %.9g", where, a + 1, b.L[a],
+                               p->box.L[a]);
         const double bt[3] = {b.xy, b.xz, b.yz}, pt[3] = {p->box.xy, p->box.xz, p->box.yz};
         for (int a = 0; a < 3; a++)
             if (fabs(bt[a] - pt[a]) > 1e-6 * (1 + fabs(pt[a])))
-                fail(L, "%s: box tilt %s = %.9g does not match the snapshot's %.9g", where,
-                     a == 0 ? "xy" : (a == 1 ? "xz" : "yz"), bt[a], pt[a]);
+                carlo_lua_fail(L, "%s: box tilt %s = %.9g does not match the snapshot's %.9g", where,
+                               a == 0 ? "xy" : (a == 1 ? "xz" : "yz"), bt[a], pt[a]);
     }
     lua_Integer step = 0;
     if (lua_getfield(L, snap, "step") != LUA_TNIL) {
         step = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : -1;
         if (step < 0)
-            fail(L, "%s: init.step must be an integer >= 0", where);
+            carlo_lua_fail(L, "%s: init.step must be an integer >= 0", where);
     }
     lua_pop(L, 1);
     return step;
@@ -307,19 +296,19 @@ static void sized_init(lua_State *L, const kind *k, int init, shape_params *p)
                         : (init == 1 ? SHAPE_INIT_LATTICE : SHAPE_INIT_RANDOM);
     p->N = carlo_arg_int(L, 1, where, "N", 1, 0, 1, SHAPE_N_MAX);
     if (init == 2 && !shape_bcc_n(p->N))
-        fail(L, "%s: init = \"bcc\" needs N = 2 n^3 (got %lld)", where, (long long)p->N);
+        carlo_lua_fail(L, "%s: init = \"bcc\" needs N = 2 n^3 (got %lld)", where, (long long)p->N);
     if (init == 3 && !shape_fcc_n(p->N))
-        fail(L, "%s: init = \"fcc\" needs N = 4 n^3 (got %lld)", where, (long long)p->N);
+        carlo_lua_fail(L, "%s: init = \"fcc\" needs N = 4 n^3 (got %lld)", where, (long long)p->N);
     int has_phi = carlo_arg_has(L, 1, "phi"), has_box = carlo_arg_has(L, 1, "box");
     if (has_phi == has_box)
-        fail(L, "%s: give exactly one of phi (packing fraction in (0, 1)) and box", where);
+        carlo_lua_fail(L, "%s: give exactly one of phi (packing fraction in (0, 1)) and box", where);
     if (has_box) {
         lua_getfield(L, 1, "box");
         p->box = parse_box(L, -1, k->dim, where, "box");
         lua_pop(L, 1);
         double phi = (double)p->N * p->volume1 / carlo_box_volume(&p->box);
         if (!(phi < 1))
-            fail(L, "%s: N = %lld in this box packs phi = %.9g, not below 1", where, (long long)p->N, phi);
+            carlo_lua_fail(L, "%s: N = %lld in this box packs phi = %.9g, not below 1", where, (long long)p->N, phi);
         return;
     }
     double phi = carlo_arg_num(L, 1, where, "phi", 1, 0, 0, 0, 1, 0);
@@ -346,7 +335,7 @@ static int construct(lua_State *L, const kind *k)
     lua_settop(L, 1);
     carlo_args_allowed(L, 1, where, k->ellipsoid ? ell_keys : poly_keys);
     if (k->ellipsoid && k->dim == 2 && carlo_arg_has(L, 1, "c"))
-        fail(L, "%s: an ellipse has semi-axes a and b only", where);
+        carlo_lua_fail(L, "%s: an ellipse has semi-axes a and b only", where);
     shape_def sd;
     shape_params p;
     memset(&p, 0, sizeof p);
@@ -411,9 +400,9 @@ static int l_hull(lua_State *L)
         dim = (int)lua_rawlen(L, -1);
         lua_pop(L, 1);
     } else
-        return fail(L, "%s: vertices must be a list of points", where);
+        return carlo_lua_fail(L, "%s: vertices must be a list of points", where);
     if (dim != 2 && dim != 3)
-        return fail(L, "%s: points have 2 or 3 coordinates (got %d)", where, dim);
+        return carlo_lua_fail(L, "%s: points have 2 or 3 coordinates (got %d)", where, dim);
     double sweep = luaL_optnumber(L, 2, 0);
     lua_settop(L, 2);
     int64_t nv = 0;
@@ -472,16 +461,6 @@ static int l_shift_cells(lua_State *L)
     return 0;
 }
 
-static void optional_table(lua_State *L, int idx)
-{
-    lua_settop(L, idx);
-    if (lua_isnil(L, idx)) {
-        lua_newtable(L);
-        lua_replace(L, idx);
-    }
-    luaL_checktype(L, idx, LUA_TTABLE);
-}
-
 /* sys:tune{ target = 0.3, volume_target = 0.3, length_target = volume_target, shear_target =
  * volume_target, rounds = 20, sweeps = 50 } -> { delta =, rotate =, acceptance =,
  * rotate_acceptance = [, dlnV =, volume_acceptance =, dlnL =, length_acceptance =, dtilt =,
@@ -492,7 +471,7 @@ static int l_tune(lua_State *L)
                                        "sweeps", NULL};
     const char *where = "shape:tune";
     shape_system *s = check(L, 1);
-    optional_table(L, 2);
+    carlo_lua_optional_table(L, 2);
     carlo_args_allowed(L, 2, where, keys);
     double target = carlo_arg_num(L, 2, where, "target", 0, 0.3, 0, 0, 1, 0);
     int rounds = (int)carlo_arg_int(L, 2, where, "rounds", 0, 20, 1, 100000);
@@ -590,25 +569,16 @@ static double half_box(const shape_system *s)
 }
 
 /* sys:steinhardt{ rc = 1.2 (sqrt 2 / rho)^(1/3) } -> { Q4 =, Q6 =, rc = } (3D) */
+static int steinhardt_of(void *s, double rc, double *q4, double *q6)
+{
+    return shape_steinhardt((shape_system *)s, rc, q4, q6);
+}
+
 static int l_steinhardt(lua_State *L)
 {
-    static const char *const keys[] = {"rc", NULL};
-    const char *where = "shape:steinhardt";
     shape_system *s = check(L, 1);
-    optional_table(L, 2);
-    carlo_args_allowed(L, 2, where, keys);
-    if (s->dim != 3)
-        return luaL_error(L, "%s: Q4 and Q6 are the order of polyhedra and ellipsoids (3D)", where);
-    double rc = carlo_arg_num(L, 2, where, "rc", 0, carlo_steinhardt_rc((double)s->N / carlo_box_volume(&s->box)),
-                              0, 0, half_box(s), 1);
-    double q4, q6;
-    if (shape_steinhardt(s, rc, &q4, &q6))
-        return carlo_raise(L, where);
-    lua_createtable(L, 0, 3);
-    carlo_lua_setnum(L, "Q4", q4);
-    carlo_lua_setnum(L, "Q6", q6);
-    carlo_lua_setnum(L, "rc", rc);
-    return 1;
+    return carlo_lua_steinhardt(L, "shape:steinhardt", "the order of polyhedra and ellipsoids", s->dim, s->N,
+                                &s->box, steinhardt_of, s);
 }
 
 /* sys:nematic() -> { S =, director = {x, y, z}, axis = {x, y, z} (the body frame's) } (3D) */
@@ -645,7 +615,7 @@ static int l_png(lua_State *L)
     shape_system *s = check(L, 1);
     const char *path = luaL_checkstring(L, 2);
     lua_settop(L, 3);
-    optional_table(L, 3);
+    carlo_lua_optional_table(L, 3);
     carlo_args_allowed(L, 3, where, keys);
     if (s->dim != 2)
         return luaL_error(L, "%s: png draws polygons and ellipses (2D); write a trajectory and export it "
@@ -663,7 +633,7 @@ static int l_psi(lua_State *L)
     static const char *const keys[] = {"n", "m", "rc", NULL};
     const char *where = "shape:psi";
     shape_system *s = check(L, 1);
-    optional_table(L, 2);
+    carlo_lua_optional_table(L, 2);
     carlo_args_allowed(L, 2, where, keys);
     if (s->dim != 2)
         return luaL_error(L, "%s: psi is the order of polygons and ellipses (2D)", where);
@@ -680,17 +650,6 @@ static int l_psi(lua_State *L)
 }
 
 /* ---------- the system layer's Lua face ---------- */
-
-static void push_box(lua_State *L, const carlo_box *b)
-{
-    double v[6];
-    carlo_box_gsd(b, v);
-    lua_createtable(L, 6, 0);
-    for (int k = 0; k < 6; k++) {
-        lua_pushnumber(L, v[k]);
-        lua_rawseti(L, -2, k + 1);
-    }
-}
 
 static void describe(lua_State *L, carlo_sys *c)
 {
@@ -719,7 +678,7 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
     else if (strcmp(k, "volume") == 0)
         lua_pushnumber(L, V);
     else if (strcmp(k, "box") == 0)
-        push_box(L, &s->box);
+        carlo_lua_push_box(L, &s->box);
     else if (strcmp(k, "delta") == 0)
         lua_pushnumber(L, (double)s->mv.delta);
     else if (strcmp(k, "rotate") == 0)
@@ -770,22 +729,22 @@ static int newindex_field(lua_State *L, carlo_sys *c, const char *k, int v)
     double x = lua_tonumberx(L, v, &isnum);
     if (strcmp(k, "delta") == 0 || strcmp(k, "rotate") == 0) {
         if (!isnum)
-            return fail(L, "shape: %s must be a number (got %s)", k, luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "shape: %s must be a number (got %s)", k, luaL_tolstring(L, v, NULL));
         if (shape_set_moves(s, k[0] == 'd' ? x : (double)s->mv.delta, k[0] == 'r' ? x : s->mv.rotate))
             return carlo_raise(L, "shape");
     } else if (strcmp(k, "moves_per_cell") == 0) {
         if (!lua_isinteger(L, v) || x < 1 || x > SHAPE_MOVES_MAX)
-            return fail(L, "shape: moves_per_cell must be an integer from 1 to %d (got %s)", SHAPE_MOVES_MAX,
-                        luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "shape: moves_per_cell must be an integer from 1 to %d (got %s)", SHAPE_MOVES_MAX,
+                                  luaL_tolstring(L, v, NULL));
         s->mv.moves = (int)x;
     } else if (strcmp(k, "volume_moves") == 0) {
         if (!lua_isinteger(L, v) || x < 1 || x > SHAPE_VOLUME_MOVES_MAX)
-            return fail(L, "shape: volume_moves must be an integer from 1 to %d (got %s)",
-                        SHAPE_VOLUME_MOVES_MAX, luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "shape: volume_moves must be an integer from 1 to %d (got %s)",
+                                  SHAPE_VOLUME_MOVES_MAX, luaL_tolstring(L, v, NULL));
         s->volume_moves = (int)x;
     } else if (strcmp(k, "dlnV") == 0 || strcmp(k, "dlnL") == 0 || strcmp(k, "dtilt") == 0) {
         if (!isnum || !(x > 0) || x > 1)
-            return fail(L, "shape: %s must be a number in (0, 1] (got %s)", k, luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "shape: %s must be a number in (0, 1] (got %s)", k, luaL_tolstring(L, v, NULL));
         *(k[1] == 't' ? &s->dtilt : (k[3] == 'L' ? &s->dlnL : &s->dlnV)) = x;
     } else if (strcmp(k, "box_moves") == 0) {
         int mode = -1;
@@ -793,14 +752,15 @@ static int newindex_field(lua_State *L, carlo_sys *c, const char *k, int v)
             if (strcmp(lua_tostring(L, v), BOX_MOVES[i]) == 0)
                 mode = i;
         if (mode < 0)
-            return fail(L, "shape: box_moves must be \"isotropic\", \"anisotropic\" or \"triclinic\" (got %s)",
-                        luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L,
+                                  "shape: box_moves must be \"isotropic\", \"anisotropic\" or \"triclinic\" (got %s)",
+                                  luaL_tolstring(L, v, NULL));
         if (shape_set_box_moves(s, mode))
             return carlo_raise(L, "shape");
     } else if (strcmp(k, "pressure") == 0 && (lua_isnil(L, v) || !s->npt)) {
         if (!lua_isnil(L, v) && (!isnum || !(x > 0) || !isfinite(x)))
-            return fail(L, "shape: pressure must be a number > 0 (beta P in the vertices' length unit^-%d), "
-                           "or nil for NVT (got %s)", s->dim, luaL_tolstring(L, v, NULL));
+            return carlo_lua_fail(L, "shape: pressure must be a number > 0 (beta P in the vertices' length unit^-%d), "
+                                     "or nil for NVT (got %s)", s->dim, luaL_tolstring(L, v, NULL));
         if (shape_set_pressure(s, lua_isnil(L, v) ? 0 : x))
             return carlo_raise(L, "shape");
     } else {
@@ -836,7 +796,7 @@ static void snapshot(lua_State *L, carlo_sys *c, int replica)
     }
     lua_setfield(L, -4, "orientation");
     lua_pop(L, 2);
-    push_box(L, &s->box);
+    carlo_lua_push_box(L, &s->box);
     lua_setfield(L, -2, "box");
     carlo_lua_setint(L, "step", (long long)s->step);
     carlo_lua_setint(L, "N", (long long)s->N);
@@ -860,11 +820,12 @@ static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const 
     o->no_pressure = !carlo_arg_bool(L, args, where, "pressure", 1);
     o->psi = (int)carlo_arg_int(L, args, where, "psi", 0, 0, 0, 64);
     if (o->psi && s->dim != 2)
-        fail(L, "%s: psi is the order of a 2D system", where);
+        carlo_lua_fail(L, "%s: psi is the order of a 2D system", where);
     o->steinhardt = carlo_arg_bool(L, args, where, "steinhardt", 0);
     o->nematic = carlo_arg_bool(L, args, where, "nematic", 0);
     if ((o->steinhardt || o->nematic) && s->dim != 3)
-        fail(L, "%s: %s is the order of a 3D system", where, o->steinhardt ? "steinhardt (Q4, Q6)" : "nematic");
+        carlo_lua_fail(L, "%s: %s is the order of a 3D system", where,
+                       o->steinhardt ? "steinhardt (Q4, Q6)" : "nematic");
     o->rc = carlo_arg_num(L, args, where, "rc", 0, 0, 0, 0, half_box(s), 1);
     if (lua_getfield(L, args, "sdf") != LUA_TNIL) {
         static const char *const keys[] = {"dx", "xmax", "degree", NULL};
@@ -875,8 +836,8 @@ static void observe_args(lua_State *L, int args, carlo_sys *c, void *opt, const 
         o->xmax = carlo_arg_num(L, -1, w, "xmax", 0, o->xmax, 0, 0, 0.5, 0);
         o->degree = (int)carlo_arg_int(L, -1, w, "degree", 0, o->degree, 0, 6);
         if (o->xmax / o->dx < o->degree + 2)
-            fail(L, "%s: xmax / dx must be at least degree + 2 (got %g / %g, degree %d)", w, o->xmax,
-                 o->dx, o->degree);
+            carlo_lua_fail(L, "%s: xmax / dx must be at least degree + 2 (got %g / %g, degree %d)", w, o->xmax,
+                           o->dx, o->degree);
     }
     lua_pop(L, 1);
     o->fit = 1;

@@ -280,12 +280,7 @@ int shape_checkpoint(shape_system *s, carlo_frame *f)
                        carlo_frame_add_copy(f, "shape/ori", CARLO_U32, (uint64_t)s->N, 4, s->ori)
                    ? -1
                    : 0;
-    uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax, wplanes = (uint64_t)g->naux * (uint64_t)g->nmax;
-    return carlo_frame_add_copy(f, "shape/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells, s->cur.pos) ||
-                   carlo_frame_add_copy(f, "shape/cells/aux", CARLO_U32, wplanes, (uint64_t)g->ncells, s->cur.aux) ||
-                   carlo_frame_add_copy(f, "shape/cells/count", CARLO_U32, (uint64_t)g->ncells, 1, s->cur.count)
-               ? -1
-               : 0;
+    return carlo_cells_to_frame(f, "shape", g, &s->cur, 0);
 }
 
 /* The recorded kind ("polygons", ...): a string chunk of rows bytes, not terminated. */
@@ -429,15 +424,12 @@ shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
             shape_destroy(s);
             return NULL;
         }
-        uint64_t planes = (uint64_t)g->dim * (uint64_t)g->nmax, wplanes = (uint64_t)g->naux * (uint64_t)g->nmax;
-        const float *pos = carlo_frame_expect(f, "shape/cells/pos", CARLO_F32, planes, (uint64_t)g->ncells);
-        const uint32_t *aux = carlo_frame_expect(f, "shape/cells/aux", CARLO_U32, wplanes, (uint64_t)g->ncells);
-        const uint32_t *count = carlo_frame_expect(f, "shape/cells/count", CARLO_U32, (uint64_t)g->ncells, 1);
-        ok = pos && aux && count;
+        carlo_cell_data h;
+        ok = !carlo_cells_from_frame(f, "shape", g, &h);
         if (ok) {
-            memcpy(s->cur.pos, pos, carlo_cells_pos_len(g) * sizeof(float));
-            memcpy(s->cur.aux, aux, carlo_cells_aux_len(g) * sizeof(uint32_t));
-            memcpy(s->cur.count, count, (size_t)g->ncells * sizeof(uint32_t));
+            memcpy(s->cur.pos, h.pos, carlo_cells_pos_len(g) * sizeof(float));
+            memcpy(s->cur.aux, h.aux, carlo_cells_aux_len(g) * sizeof(uint32_t));
+            memcpy(s->cur.count, h.count, (size_t)g->ncells * sizeof(uint32_t));
         }
     }
     if (!ok) {

@@ -97,8 +97,8 @@ static void min_image(void)
         differ += hard_tether_r2(&th, &g, 2, c, v, site2) != full;
         /* the chain's form (the cell's part summed first) agrees to rounding */
         double off[3];
-        hard_tether_offset(&th, &g, 2, c, site2, off);
-        const double r2c = hard_tether_r2c(&th, 2, off, v);
+        carlo_tether_offset(&g, 2, c, th.origin, th.L, 1, site2, off);
+        const double r2c = carlo_tether_r2(th.L, 2, off, v);
         far_c += fabs(r2c - full) > 1e-12 * (1.0 + full);
     }
     CHECK("unit/hard/tether-offset-form", far_c == 0,
