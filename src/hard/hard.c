@@ -164,17 +164,11 @@ static int grid_gap(int dim, double L_from, double L_to, double *lo, double *hi)
     return 0;
 }
 
-static int fail_dead(hard_system *s)
+int hard_fail_dead(hard_system *s)
 {
     s->dead = s->device == CARLO_GPU;
     return -1;
 }
-
-#define ALIVE(s)                                                                   \
-    do {                                                                           \
-        if (carlo_sys_alive(&(s)->sys))                                            \
-            return -1;                                                             \
-    } while (0)
 
 /* ---------- lattices and random starts ---------- */
 
@@ -392,7 +386,7 @@ static int place(hard_system *s, const double *x)
         }
         rc = carlo_cells_fill(&s->grid, &h, N, r, tag);
         if (rc == 0 && s->be->upload(s, &h))
-            rc = fail_dead(s);
+            rc = hard_fail_dead(s);
     }
     s->origin[0] = s->origin[1] = s->origin[2] = 0;
     carlo_cell_data_free(&h);
@@ -575,11 +569,11 @@ void hard_destroy(hard_system *s)
 
 int hard_subsweep(hard_system *s, int set)
 {
-    ALIVE(s);
+    HARD_ALIVE(s);
     if (set < 0 || set >= (1 << s->dim))
         return carlo_seterr("the set must be from 0 to %d (got %d)", (1 << s->dim) - 1, set);
     if (s->be->subsweep(s, set, s->substeps))
-        return fail_dead(s);
+        return hard_fail_dead(s);
     s->substeps++;
     return 0;
 }
@@ -592,10 +586,10 @@ static void move_origin(hard_system *s, carlo_cell_shift sh)
 
 int hard_shift_cells(hard_system *s)
 {
-    ALIVE(s);
+    HARD_ALIVE(s);
     carlo_cell_shift sh = carlo_cells_shift_draw(&s->grid, s->seed, HARD_PURPOSE_SHIFT, s->sweeps);
     if (s->be->shift(s, sh))
-        return fail_dead(s);
+        return hard_fail_dead(s);
     move_origin(s, sh);
     s->sweeps++;
     return 0;
@@ -608,12 +602,12 @@ static int sweep_nvt(hard_system *s)
     carlo_cells_set_order(s->dim, s->seed, HARD_PURPOSE_SETS, s->sweeps, order);
     for (int k = 0; k < (1 << s->dim); k++) {
         if (s->be->subsweep(s, order[k], s->substeps))
-            return fail_dead(s);
+            return hard_fail_dead(s);
         s->substeps++;
     }
     carlo_cell_shift sh = carlo_cells_shift_draw(&s->grid, s->seed, HARD_PURPOSE_SHIFT, s->sweeps);
     if (s->be->shift(s, sh))
-        return fail_dead(s);
+        return hard_fail_dead(s);
     move_origin(s, sh);
     s->sweeps++;
     s->step++;
@@ -622,7 +616,7 @@ static int sweep_nvt(hard_system *s)
 
 int hard_sweep(hard_system *s)
 {
-    ALIVE(s);
+    HARD_ALIVE(s);
     if (sweep_nvt(s))
         return -1;
     for (int k = 0; s->npt && k < s->volume_moves; k++)
@@ -653,11 +647,11 @@ static int try_grid(hard_system *s, const carlo_cell_grid *pg)
         lam[a] = nb.L[a] / s->box.L[a];
     int64_t overlaps = 0;
     if (s->be->scale_trial(s, &ng, lam, &overlaps))
-        return fail_dead(s);
+        return hard_fail_dead(s);
     if (overlaps != 0)
         return 0;
     if (s->be->scale_commit(s, &ng))
-        return fail_dead(s);
+        return hard_fail_dead(s);
     s->grid = ng;
     s->box = nb;
     for (int a = 0; a < s->dim; a++)
@@ -667,7 +661,7 @@ static int try_grid(hard_system *s, const carlo_cell_grid *pg)
             for (int a = 0; a < s->dim; a++)
                 s->sites[3 * k + a] *= lam[a];
         if (s->be->sites(s))
-            return fail_dead(s);
+            return hard_fail_dead(s);
     }
     return 1;
 }
@@ -683,7 +677,7 @@ static int try_scale(hard_system *s, const carlo_box *nb)
 
 int hard_scale_to(hard_system *s, const carlo_box *target, int *done)
 {
-    ALIVE(s);
+    HARD_ALIVE(s);
     *done = 0;
     if (target->dim != s->dim || carlo_box_check(target) || target->xy != s->box.xy ||
         target->xz != s->box.xz || target->yz != s->box.yz)
@@ -706,7 +700,7 @@ int hard_scale_to(hard_system *s, const carlo_box *target, int *done)
  * cut at the ends of the proposal window, an effect of order q/w ~ 1e-7. */
 int hard_volume_move(hard_system *s)
 {
-    ALIVE(s);
+    HARD_ALIVE(s);
     if (s->lambda > 0)
         return carlo_seterr("no volume move with the tether on (lambda = %.9g): set lambda = 0",
                             s->lambda);
@@ -751,7 +745,7 @@ static void compress_line(int active, double phi, double target, double start, u
 
 int hard_compress(hard_system *s, const hard_compress_opts *o)
 {
-    ALIVE(s);
+    HARD_ALIVE(s);
     double cp = hard_close_packing(s->dim);
     if (!(o->phi > 0) || !(o->phi < cp))
         return carlo_seterr("the target packing fraction must be in (0, %.9g) (got %g)", cp, o->phi);
@@ -780,7 +774,7 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
         int64_t over;
         double r2min;
         if (s->be->pair_check(s, &over, &r2min))
-            return fail_dead(s);
+            return hard_fail_dead(s);
         if (over)
             return carlo_seterr("compression found %lld overlapping pairs (a bug)", (long long)over);
         double lam_goal = pow(phi / o->phi, 1.0 / s->dim);
@@ -833,11 +827,11 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
 
 int hard_counts_get(hard_system *s, carlo_counts *out)
 {
-    ALIVE(s);
+    HARD_ALIVE(s);
     *out = s->counts; /* tried/accepted there: what a restored checkpoint had counted */
     uint64_t tried, accepted;
     if (s->be->translation_counts(s, &tried, &accepted))
-        return fail_dead(s);
+        return hard_fail_dead(s);
     out->tried += tried;
     out->accepted += accepted;
     return 0;
@@ -865,7 +859,7 @@ static double retune(double size, double acc, double target, double lo, double h
 int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint64_t sweeps,
               hard_tune_result *res)
 {
-    ALIVE(s);
+    HARD_ALIVE(s);
     if (!(target > 0 && target < 1) || !(vol_target > 0 && vol_target < 1) || rounds < 1 || sweeps < 1)
         return carlo_seterr("tuning needs targets in (0, 1), rounds >= 1 and sweeps >= 1 (got target "
                             "%.17g, volume target %.17g, %d rounds, %llu sweeps)", target, vol_target,
@@ -895,110 +889,5 @@ int hard_tune(hard_system *s, double target, double vol_target, int rounds, uint
     }
     res->reached &= !res->capped;
     res->volume_reached &= !res->volume_capped;
-    return 0;
-}
-
-/* ---------- the tether (Einstein crystal) ---------- */
-
-/* x - L round(x / L): the minimum image of a separation along a side L. */
-static double min_image(double x, double L)
-{
-    return x - L * rint(x / L);
-}
-
-/* Translate the sites (all by one vector, wrapped into the box) so that the reference particle,
- * tag 0 at position p0, sits on its site: the Einstein molecule's lattice is the one seen from
- * the fixed particle. */
-static void anchor_sites(hard_system *s, const double p0[3])
-{
-    double shift[3] = {0, 0, 0};
-    for (int a = 0; a < s->dim; a++)
-        shift[a] = min_image(p0[a] - s->sites[a], s->box.L[a]);
-    for (int64_t k = 0; k < s->N; k++)
-        for (int a = 0; a < s->dim; a++) {
-            const double L = s->box.L[a];
-            double v = s->sites[3 * k + a] + shift[a];
-            s->sites[3 * k + a] = v - L * floor(v / L + 0.5);
-        }
-    s->sites[0] = p0[0]; /* exactly, whatever the rounding of the shift */
-    s->sites[1] = p0[1];
-    s->sites[2] = s->dim == 3 ? p0[2] : 0.0;
-}
-
-int hard_set_sites(hard_system *s, const double *x)
-{
-    ALIVE(s);
-    if (s->mv.skew)
-        return carlo_seterr("the tether's sites need an orthorhombic box (this one has tilts xy, xz, yz = "
-                            "%.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
-    const size_t bytes = carlo_mulsize((size_t)s->N, 3 * sizeof(double));
-    double *now = carlo_malloc(bytes, "positions");
-    if (!now)
-        return -1;
-    if (hard_positions(s, now)) {
-        free(now);
-        return -1;
-    }
-    if (!s->sites && !(s->sites = carlo_malloc(bytes, "tether sites"))) {
-        free(now);
-        return -1;
-    }
-    for (int64_t k = 0; k < s->N; k++)
-        for (int a = 0; a < 3; a++)
-            s->sites[3 * k + a] = a < s->dim ? (x ? x[3 * k + a] : now[3 * k + a]) : 0.0;
-    anchor_sites(s, now);
-    free(now);
-    return s->be->sites(s) ? fail_dead(s) : 0;
-}
-
-int hard_set_lambda(hard_system *s, double lambda)
-{
-    ALIVE(s);
-    if (!(lambda >= 0) || !isfinite(lambda))
-        return carlo_seterr("lambda must be a finite number >= 0 (got %.17g)", lambda);
-    if (lambda > 0 && s->mv.skew)
-        return carlo_seterr("the tether (lambda > 0) needs an orthorhombic box (this one has tilts xy, xz, "
-                            "yz = %.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
-    if (lambda > 0 && s->npt)
-        return carlo_seterr("the tether runs in NVT only (this system is NPT at pressure %.9g): "
-                            "set pressure = nil first", s->pressure);
-    if (lambda > 0 && !(s->lambda > 0)) { /* switched on: sites now, or the old ones re-anchored */
-        if (!s->sites) {
-            if (hard_set_sites(s, NULL))
-                return -1;
-        } else {
-            double *now = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
-            if (!now || hard_positions(s, now)) {
-                free(now);
-                return -1;
-            }
-            anchor_sites(s, now);
-            free(now);
-            if (s->be->sites(s))
-                return fail_dead(s);
-        }
-    }
-    s->lambda = lambda;
-    return 0;
-}
-
-int hard_tether_msd(hard_system *s, double *msd)
-{
-    *msd = 0;
-    if (!s->sites)
-        return 0;
-    double *x = carlo_malloc(carlo_mulsize((size_t)s->N, 3 * sizeof(double)), "positions");
-    if (!x || hard_positions(s, x)) {
-        free(x);
-        return -1;
-    }
-    double sum = 0;
-    for (int64_t k = 0; k < s->N; k++)
-        for (int a = 0; a < s->dim; a++) {
-            double d = min_image(x[3 * k + a] - s->sites[3 * k + a], s->box.L[a]);
-            sum += d * d;
-        }
-    free(x);
-    *msd = sum / (double)s->N;
     return 0;
 }

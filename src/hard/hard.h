@@ -179,6 +179,15 @@ int hard_set_sites(hard_system *s, const double *x);
 /* sum_i |r_i - r0_i|^2 / N by the minimum image (0 without sites). */
 int hard_tether_msd(hard_system *s, double *msd);
 
+/* Inside the model's own files: a failed backend call marks a GPU system dead (its state is
+ * no longer known) and returns -1; HARD_ALIVE returns -1 from the caller when s is dead. */
+int hard_fail_dead(hard_system *s);
+#define HARD_ALIVE(s)                                                              \
+    do {                                                                           \
+        if (carlo_sys_alive(&(s)->sys))                                            \
+            return -1;                                                             \
+    } while (0)
+
 /* Free-volume (Widom) insertion: n (1 .. 2^32 - 1) test points uniform in the box, from the
  * stream (seed, INSERT, call, k); *free_points = how many overlap no particle (the kernels'
  * float test). Each call draws new points (s->icalls counts the calls). Ctrl-C stops it. */

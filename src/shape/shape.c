@@ -1,7 +1,8 @@
 /* shape.c — the hard-shape system on the CPU: the cell grid planned from the circumsphere, the
  * initial configurations, checkerboard sweeps (MPMC Algorithm 1: shuffled sets, the cell
  * updates of shape_kernel.h over the active cells with OpenMP, a random cell shift), the
- * serial reference chain, positions by tag, overlap checks, NPT box moves and move-size tuning.
+ * serial reference chain, positions by tag and overlap checks (compression, NPT box moves and
+ * move-size tuning: shape_npt.c).
  * In a triclinic box the cells hold skew coordinates (core/box.h) and the kernels turn their
  * separations into vectors with the box's tilts. */
 #include <math.h>
@@ -23,7 +24,7 @@
  * most the number of centres that fit: the smaller of two bounds, boxes whose diagonal is below
  * the indiameter (two centres in one box would overlap) and the volume of the cell grown by R
  * on every side over the particle volume. */
-static int plan(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1)
+int shape_plan_grid(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1)
 {
     const double w_min = 2.0 * s->R * (1.0 + 1e-6);
     const int naux = shape_naux(b->dim);
@@ -57,7 +58,7 @@ static int plan(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, doub
 
 /* The box of record: the grid's sides (exact multiples of the cell widths) with the tilts of
  * b; the kernels' copy of the tilts. */
-static void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const carlo_box *b)
+void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const carlo_box *b)
 {
     s->box = carlo_cells_box(g);
     s->box.xy = b->xy;
@@ -72,7 +73,7 @@ static void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const c
 shape_system *shape_alloc(const shape_params *p)
 {
     carlo_cell_grid g;
-    if (plan(&g, &p->box, p->shape, p->volume1))
+    if (shape_plan_grid(&g, &p->box, p->shape, p->volume1))
         return NULL;
     shape_system *s = carlo_calloc(1, sizeof *s, "a hard-shape system");
     if (!s)
@@ -125,7 +126,7 @@ shape_system *shape_alloc(const shape_params *p)
 
 const shape_backend *shape_gpu_backend;
 
-static int gpu_failed(shape_system *s)
+int shape_gpu_failed(shape_system *s)
 {
     s->dead = 1;
     return -1;
@@ -137,7 +138,7 @@ int shape_fetch(shape_system *s)
     if (carlo_sys_alive(&s->sys))
         return -1;
     if (s->be && s->be->download(s, &s->cur))
-        return gpu_failed(s);
+        return shape_gpu_failed(s);
     return 0;
 }
 
@@ -145,7 +146,7 @@ int shape_fetch(shape_system *s)
 int shape_push(shape_system *s)
 {
     if (s->be && s->be->upload(s, &s->cur))
-        return gpu_failed(s);
+        return shape_gpu_failed(s);
     return 0;
 }
 
@@ -157,7 +158,7 @@ int shape_counts(shape_system *s, uint64_t c[4])
         if (carlo_sys_alive(&s->sys))
             return -1;
         if (s->be->counts(s, d))
-            return gpu_failed(s);
+            return shape_gpu_failed(s);
         for (int k = 0; k < 4; k++)
             c[k] += d[k];
     }
@@ -251,7 +252,7 @@ static int refuse(int64_t count, const int64_t *pairs, const char *how)
 /* Positions (box coordinates) and orientations into the system: the cells, or the serial
  * reference's arrays; refused when a pair overlaps (as the kernels see it: the float cell
  * coordinates). */
-static int place(shape_system *s, const double *x, const uint32_t *ori)
+int shape_place(shape_system *s, const double *x, const uint32_t *ori)
 {
     int64_t N = s->N, count = 0, pairs[10];
     const int naux = s->grid.naux, dim = s->dim;
@@ -486,7 +487,7 @@ shape_system *shape_create(const shape_params *p)
             rc = random_start(s, x, ori);
         }
         if (rc == 0)
-            rc = place(s, x, ori);
+            rc = shape_place(s, x, ori);
     }
     free(x);
     free(ori);
@@ -509,7 +510,7 @@ int shape_subsweep(shape_system *s, int set)
         return -1;
     if (s->be) {
         if (s->be->subsweep(s, set, s->substeps))
-            return gpu_failed(s);
+            return shape_gpu_failed(s);
         s->substeps++;
         return 0;
     }
@@ -550,7 +551,7 @@ int shape_shift_cells(shape_system *s)
     carlo_cell_shift sh = carlo_cells_shift_draw(&s->grid, s->seed, SHAPE_PURPOSE_SHIFT, s->sweeps);
     if (s->be) {
         if (s->be->shift(s, sh))
-            return gpu_failed(s);
+            return shape_gpu_failed(s);
     } else {
         if (carlo_cell_data_fit(&s->spare, &s->spare_alloc, &s->grid) ||
             carlo_cells_shift_host(&s->grid, &s->cur, &s->spare, sh))
@@ -782,451 +783,4 @@ int shape_verify(shape_system *s)
     free(x);
     free(o);
     return rc;
-}
-
-/* ---------- compression ---------- */
-
-/* Re-plan the grid for box nb (storage reallocated when its shape changes; a GPU system's
- * device storage too, its counts kept). The particles are placed afterwards. */
-static int set_grid(shape_system *s, const carlo_cell_grid *pg, const carlo_box *tilts)
-{
-    const carlo_cell_grid g = *pg;
-    if (!s->serial && (g.ncells != s->grid.ncells || g.nmax != s->grid.nmax)) {
-        if (s->be) {
-            uint64_t c[4];
-            if (shape_counts(s, c))
-                return -1;
-            memcpy(s->cnt, c, sizeof c);
-            s->be->destroy(s);
-        }
-        s->grid = g;
-        if (carlo_cell_data_fit(&s->cur, &s->cur_alloc, &g) || carlo_cell_data_fit(&s->spare, &s->spare_alloc, &g))
-            return -1;
-        if (s->be && s->be->create(s))
-            return gpu_failed(s);
-    }
-    if (!s->serial &&
-        (carlo_cell_data_fit(&s->cur, &s->cur_alloc, &g) || carlo_cell_data_fit(&s->spare, &s->spare_alloc, &g)))
-        return -1;
-    s->grid = g;
-    shape_box_of_grid(s, &g, tilts);
-    double wmin = g.width[0];
-    for (int a = 1; a < s->dim; a++)
-        wmin = fmin(wmin, g.width[a]);
-    if ((double)s->mv.delta > wmin)
-        s->mv.delta = (float)wmin;
-    return 0;
-}
-
-static int set_box(shape_system *s, const carlo_box *nb)
-{
-    carlo_cell_grid g;
-    if (plan(&g, nb, &s->shape, s->volume1))
-        return -1;
-    return set_grid(s, &g, nb);
-}
-
-/* ---------- NPT ---------- */
-
-int shape_set_pressure(shape_system *s, double pressure)
-{
-    if (pressure == 0) {
-        s->npt = 0;
-        s->ops = &shape_ops;
-        return 0;
-    }
-    if (!(pressure > 0) || !isfinite(pressure))
-        return carlo_seterr("pressure must be a number > 0 (beta P in the vertices' length unit^-%d), or "
-                            "0 for NVT (got %.17g)", s->dim, pressure);
-    s->pressure = pressure;
-    s->npt = 1;
-    s->ops = &shape_ops_npt;
-    return 0;
-}
-
-/* Centres x of box ob carried to box nb through their fractional coordinates (the skew
- * coordinates scaled by nb's sides over ob's; in orthorhombic boxes the centres scaled). */
-static void carry(const carlo_box *ob, const carlo_box *nb, int dim, int64_t N, const double *x, double *y)
-{
-    if (carlo_box_orthorhombic(ob) && carlo_box_orthorhombic(nb)) {
-        for (int64_t k = 0; k < N; k++)
-            for (int a = 0; a < 3; a++)
-                y[3 * k + a] = a < dim ? x[3 * k + a] * (nb->L[a] / ob->L[a]) : 0.0;
-        return;
-    }
-    for (int64_t k = 0; k < N; k++) {
-        double sk[3];
-        carlo_box_pos_to_skew(ob, x + 3 * k, sk);
-        for (int a = 0; a < 3; a++)
-            sk[a] = a < dim ? sk[a] * (nb->L[a] / ob->L[a]) : 0.0;
-        carlo_box_skew_to_pos(nb, sk, y + 3 * k);
-    }
-}
-
-/* The configuration carried into box nb (proposed: its sides those of grid g) and described in
- * box rb (nb itself, or its lattice reduction: the same lattice, so the same configuration),
- * the overlap check of the carried centres, and on success the cells re-gridded (grid g for rb)
- * with the particles placed anew (host side, on every backend: the same chain on the CPU and
- * the GPU). *done: 1 when the move was realized. */
-static int realize_box(shape_system *s, const carlo_cell_grid *g, const carlo_box *nb, const carlo_box *rb,
-                       int *done)
-{
-    const int64_t N = s->N;
-    *done = 0;
-    double *x = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
-    double *y = x ? carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions") : NULL;
-    uint32_t *o = y ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations") : NULL;
-    int rc = o ? shape_state(s, x, o) : -1;
-    int64_t count = 0, pairs[2];
-    if (rc == 0) {
-        carry(&s->box, nb, s->dim, N, x, y);
-        rc = shape_overlaps_of(&s->shape, rb, N, y, o, &count, pairs, 1);
-    }
-    if (rc == 0 && count == 0) {
-        const carlo_cell_grid old = s->grid;
-        const carlo_box ob = s->box;
-        if (set_grid(s, g, rb) == 0 && place(s, y, o) == 0)
-            *done = 1;
-        else if (set_grid(s, &old, &ob) || place(s, x, o)) /* refused in single precision: back */
-            rc = -1;
-    }
-    free(x);
-    free(y);
-    free(o);
-    return rc;
-}
-
-/* A move of ln V by a uniform amount in [-dlnV, dlnV], realized on the grid planned for the new
- * box (its widths exact, so the realized volume is the one the acceptance sees, as the hard
- * disks do): first the pressure test, then the centres scaled (orientations kept) and checked for
- * overlaps; an accepted box re-grids the cells and places the particles anew. */
-int shape_volume_move(shape_system *s)
-{
-    if (carlo_sys_alive(&s->sys))
-        return -1;
-    carlo_u32x4 r = carlo_rng(s->seed, SHAPE_PURPOSE_VOLUME, s->vsteps++, 0, 0);
-    const double dl = (2.0 * carlo_u01(r.v[0], r.v[1]) - 1.0) * s->dlnV;
-    s->vcnt[0]++;
-    carlo_box nb = s->box;
-    const double lam = exp(dl / s->dim);
-    for (int a = 0; a < s->dim; a++)
-        nb.L[a] *= lam;
-    carlo_cell_grid g;
-    if (plan(&g, &nb, &s->shape, s->volume1)) /* rejecting would truncate the volume distribution */
-        return carlo_seterr("NPT: the box side reached %.6g, which has no cell grid of cells %.6g wide: "
-                            "simulate more particles", nb.L[0], 2.0 * s->shape.R);
-    carlo_box real = carlo_cells_box(&g);
-    real.xy = s->box.xy;
-    real.xz = s->box.xz;
-    real.yz = s->box.yz;
-    const double V = carlo_box_volume(&s->box), Vn = carlo_box_volume(&real);
-    if (!shape_volume_accept(s->pressure, s->N, V, Vn, carlo_u01(r.v[2], r.v[3])))
-        return 0;
-    int done;
-    int rc = realize_box(s, &g, &real, &real, &done);
-    if (done)
-        s->vcnt[1]++;
-    return rc;
-}
-
-/* The CPU's trial of a box move: the spare storage fit for ng, the cells re-cut into it, every
- * cell checked with the new tilts. */
-static int cpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const double lam[3], shape_moves mv, int *bad)
-{
-    *bad = 0;
-    if (carlo_cell_data_fit(&s->spare, &s->spare_alloc, ng))
-        return -1;
-    if (carlo_cells_regrid_host(&s->grid, &s->cur, ng, &s->spare, lam)) {
-        *bad = 1; /* a cell over its bound on non-overlapping centres */
-        return 0;
-    }
-    const carlo_cell_grid g = *ng;
-    const shape_def *sh = &s->shape;
-    const float *pos = s->spare.pos;
-    const uint32_t *aux = s->spare.aux, *count = s->spare.count;
-    int over = 0;
-#pragma omp parallel for schedule(dynamic, 64) reduction(| : over) if (g.ncells > 256)
-    for (int64_t c = 0; c < g.ncells; c++) {
-        int xyz[3];
-        carlo_cell_coords(&g, c, xyz);
-        over |= shape_cell_overlaps(sh, &g, pos, aux, count, xyz, &mv);
-    }
-    *bad = over;
-    return 0;
-}
-
-/* A box move realized on the cells (no lattice reduction): the cells scaled by the sides' ratios
- * and re-cut into grid g (a pure function of the cells, the same on every backend), checked
- * with the kernels' own overlap test in the new box nb, then made the cells; the grid's origin
- * scales with them, so every centre keeps its fractional coordinates. */
-static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box *nb, int *done)
-{
-    double lam[3] = {1.0, 1.0, 1.0};
-    for (int a = 0; a < s->dim; a++)
-        lam[a] = nb->L[a] / s->box.L[a];
-    shape_moves mv = s->mv;
-    mv.skew = !carlo_box_orthorhombic(nb);
-    mv.tilt[0] = nb->xy;
-    mv.tilt[1] = nb->xz;
-    mv.tilt[2] = nb->yz;
-    int bad = 0;
-    *done = 0;
-    if (s->be) {
-        if (s->be->scale_trial(s, g, lam, mv, &bad) || (!bad && s->be->scale_commit(s)))
-            return gpu_failed(s);
-    } else {
-        if (cpu_scale_trial(s, g, lam, mv, &bad))
-            return -1;
-        if (!bad) {
-            const carlo_cell_data t = s->cur;
-            const carlo_cell_grid ta = s->cur_alloc;
-            s->cur = s->spare;
-            s->cur_alloc = s->spare_alloc;
-            s->spare = t;
-            s->spare_alloc = ta;
-        }
-    }
-    if (bad)
-        return 0;
-    s->grid = *g;
-    if (s->be && carlo_cell_data_fit(&s->cur, &s->cur_alloc, g)) /* the host copy, fetched on demand */
-        return -1;
-    shape_box_of_grid(s, g, nb);
-    for (int a = 0; a < s->dim; a++)
-        s->origin[a] *= lam[a];
-    double wmin = g->width[0];
-    for (int a = 1; a < s->dim; a++)
-        wmin = fmin(wmin, g->width[a]);
-    if ((double)s->mv.delta > wmin)
-        s->mv.delta = (float)wmin;
-    *done = 1;
-    return 0;
-}
-
-int shape_box_reduce(carlo_box *b)
-{
-    int changed = 0;
-    if (b->dim == 3 && fabs(b->yz * b->L[2]) > 0.5 * b->L[1]) { /* a3 -= k a2 */
-        const double k = rint(b->yz * b->L[2] / b->L[1]);
-        b->xz -= k * b->xy * b->L[1] / b->L[2];
-        b->yz -= k * b->L[1] / b->L[2];
-        changed = 1;
-    }
-    if (b->dim == 3 && fabs(b->xz * b->L[2]) > 0.5 * b->L[0]) { /* a3 -= k a1 */
-        b->xz -= rint(b->xz * b->L[2] / b->L[0]) * b->L[0] / b->L[2];
-        changed = 1;
-    }
-    if (fabs(b->xy * b->L[1]) > 0.5 * b->L[0]) { /* a2 -= k a1 */
-        b->xy -= rint(b->xy * b->L[1] / b->L[0]) * b->L[0] / b->L[1];
-        changed = 1;
-    }
-    return changed;
-}
-
-/* A length move (ln L of one axis by a uniform amount in [-dlnL, dlnL], tilt factors kept) or,
- * in "triclinic" mode, with equal chance per choice, a shear move (one tilt factor by a uniform
- * amount in [-dtilt, dtilt]); the centres follow through their fractional coordinates. The new
- * box is lattice-reduced before it is cut into cells, so the tilts stay within half a side (the
- * configuration then placed anew from its positions, realize_box; otherwise re-gridded on the
- * backend, scale_box); a
- * box too thin between its faces for two cells along every lattice vector is rejected (the
- * boxes sampled are those that have a cell grid, as HOOMD's box moves keep the minimum image). */
-int shape_box_move(shape_system *s)
-{
-    if (carlo_sys_alive(&s->sys))
-        return -1;
-    const uint64_t step = s->bsteps++;
-    const carlo_u32x4 r0 = carlo_rng(s->seed, SHAPE_PURPOSE_BOX, step, 0, 0);
-    const carlo_u32x4 r1 = carlo_rng(s->seed, SHAPE_PURPOSE_BOX, step, 0, 1);
-    const int ntilt = s->box_moves == SHAPE_BOX_TRICLINIC ? (s->dim == 2 ? 1 : 3) : 0;
-    const int k = (int)carlo_cell_below(r0.v[0], (uint32_t)(s->dim + ntilt), s->seed, SHAPE_PURPOSE_BOX, step, 1,
-                                        0);
-    const double u = 2.0 * carlo_u01(r0.v[1], r0.v[2]) - 1.0;
-    const int shear = k >= s->dim;
-    carlo_box nb = s->box;
-    if (shear) {
-        double *t = k - s->dim == 0 ? &nb.xy : (k - s->dim == 1 ? &nb.xz : &nb.yz);
-        *t += u * s->dtilt;
-        s->tcnt[0]++;
-    } else {
-        nb.L[k] *= exp(u * s->dlnL);
-        s->lcnt[0]++;
-    }
-    /* the new box lattice-reduced, cut into cells; its sides of record are the grid's (exact
-     * multiples of the widths), with which the reduction is made again */
-    carlo_box rb;
-    carlo_cell_grid g;
-    int reduced = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        rb = nb;
-        reduced = shape_box_reduce(&rb);
-        if (plan(&g, &rb, &s->shape, s->volume1))
-            return 0; /* too thin for two cells: outside the boxes sampled, rejected */
-        const carlo_box gb = carlo_cells_box(&g);
-        for (int a = 0; a < s->dim; a++)
-            nb.L[a] = rb.L[a] = gb.L[a];
-    }
-    const double V = carlo_box_volume(&s->box), Vn = carlo_box_volume(&nb);
-    if (!shape_box_accept(s->pressure, s->N, V, Vn, shear ? 0 : 1, carlo_u01(r1.v[0], r1.v[1])))
-        return 0;
-    int done;
-    const int rc = reduced ? realize_box(s, &g, &nb, &rb, &done) : scale_box(s, &g, &nb, &done);
-    if (done && shear)
-        s->tcnt[1]++;
-    else if (done)
-        s->lcnt[1]++;
-    if (done && reduced)
-        s->reductions++;
-    return rc;
-}
-
-int shape_set_box_moves(shape_system *s, int mode)
-{
-    if (mode != SHAPE_BOX_ISOTROPIC && mode != SHAPE_BOX_ANISOTROPIC && mode != SHAPE_BOX_TRICLINIC)
-        return carlo_seterr("box_moves must be \"isotropic\", \"anisotropic\" or \"triclinic\"");
-    if (mode != SHAPE_BOX_ISOTROPIC && s->serial)
-        return carlo_seterr("box_moves = \"%s\" needs the cells (not the serial reference)",
-                            mode == SHAPE_BOX_ANISOTROPIC ? "anisotropic" : "triclinic");
-    s->box_moves = mode;
-    return 0;
-}
-
-int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_sweeps)
-{
-    if (!(phi > 0) || !(phi < 1) || between < 1)
-        return carlo_seterr("compress needs phi in (0, 1) and sweeps_between >= 1 (got %g, %llu)", phi,
-                            (unsigned long long)between);
-    const int64_t N = s->N;
-    double *x = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
-    double *y = x ? carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions") : NULL;
-    uint32_t *o = y ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations") : NULL;
-    double step = 0.01;
-    uint64_t done = 0;
-    int rc = o ? 0 : -1;
-    while (rc == 0) {
-        const double now = (double)N * s->volume1 / carlo_box_volume(&s->box);
-        if (now >= phi * (1 - 1e-6))
-            break;
-        if (carlo_interrupted) {
-            rc = carlo_seterr("interrupted");
-            break;
-        }
-        if (max_sweeps && done >= max_sweeps) {
-            rc = carlo_seterr("compress: phi = %.6f after %llu sweeps, not yet %.6f (give more max_sweeps)",
-                              now, (unsigned long long)done, phi);
-            break;
-        }
-        if (carlo_advance(&s->sys, between) || shape_state(s, x, o)) {
-            rc = -1;
-            break;
-        }
-        done += between;
-        const double lam = fmax(pow(now / phi, 1.0 / s->dim), 1.0 - step);
-        carlo_box nb = s->box, old = s->box;
-        for (int a = 0; a < s->dim; a++)
-            nb.L[a] = s->box.L[a] * lam;
-        for (int64_t k = 0; k < 3 * N; k++)
-            y[k] = x[k] * lam;
-        int64_t count = 0, pairs[2];
-        if (shape_overlaps_of(&s->shape, &nb, N, y, o, &count, pairs, 1)) {
-            rc = -1;
-            break;
-        }
-        if (count == 0 && set_box(s, &nb) == 0 && place(s, y, o) == 0) {
-            step = fmin(1.5 * step, 0.05);
-            continue;
-        }
-        if (count == 0 && (set_box(s, &old) || place(s, x, o))) { /* refused in floats: back */
-            rc = -1;
-            break;
-        }
-        step *= 0.5;
-        if (step < 1e-9)
-            rc = carlo_seterr("compress: jammed at phi = %.6f (target %.6f)", now, phi);
-    }
-    free(x);
-    free(y);
-    free(o);
-    return rc;
-}
-
-/* ---------- tuning ---------- */
-
-static double retune(double size, double acc, double target, double lo, double hi)
-{
-    double f = acc / target;
-    f = f < 0.5 ? 0.5 : (f > 1.5 ? 1.5 : f);
-    double v = size * f;
-    return v > hi ? hi : (v < lo ? lo : v);
-}
-
-int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, double *acc_t, double *acc_r)
-{
-    double acc_v;
-    return shape_tune_npt(s, target, 0.3, rounds, sweeps, acc_t, acc_r, &acc_v);
-}
-
-int shape_tune_npt(shape_system *s, double target, double vol_target, int rounds, uint64_t sweeps,
-                   double *acc_t, double *acc_r, double *acc_v)
-{
-    shape_box_tune bt = {vol_target, vol_target, vol_target, NAN, NAN, NAN};
-    int rc = shape_tune_box(s, target, &bt, rounds, sweeps, acc_t, acc_r);
-    *acc_v = bt.volume_acc;
-    return rc;
-}
-
-/* A box move size retuned from the moves of one round (tried, accepted since c0). */
-static void retune_box(double *size, double *acc, const uint64_t c0[2], const uint64_t c1[2], double target)
-{
-    const uint64_t t = c1[0] - c0[0], a = c1[1] - c0[1];
-    if (!t)
-        return;
-    *acc = (double)a / (double)t;
-    *size = retune(*size, *acc, target, 1e-12, 1.0);
-}
-
-int shape_tune_box(shape_system *s, double target, shape_box_tune *bt, int rounds, uint64_t sweeps,
-                   double *acc_t, double *acc_r)
-{
-    const double vol_target = bt->volume_target;
-    if (!(target > 0 && target < 1) || !(vol_target > 0 && vol_target < 1) ||
-        !(bt->length_target > 0 && bt->length_target < 1) || !(bt->shear_target > 0 && bt->shear_target < 1) ||
-        rounds < 1 || sweeps < 1)
-        return carlo_seterr("tuning needs targets in (0, 1), rounds >= 1 and sweeps >= 1 (got target %g, "
-                            "volume target %g, length target %g, shear target %g, %d, %llu)", target,
-                            vol_target, bt->length_target, bt->shear_target, rounds, (unsigned long long)sweeps);
-    double *acc_v = &bt->volume_acc;
-    *acc_v = bt->length_acc = bt->shear_acc = NAN;
-    *acc_t = *acc_r = NAN;
-    for (int r = 0; r < rounds; r++) {
-        uint64_t c0[4], c1[4], v0[2] = {s->vcnt[0], s->vcnt[1]};
-        const uint64_t l0[2] = {s->lcnt[0], s->lcnt[1]}, t0[2] = {s->tcnt[0], s->tcnt[1]};
-        if (shape_counts(s, c0) || carlo_advance(&s->sys, sweeps) || shape_counts(s, c1))
-            return -1;
-        const uint64_t vt = s->vcnt[0] - v0[0], va = s->vcnt[1] - v0[1];
-        if (s->npt && vt) {
-            *acc_v = (double)va / (double)vt;
-            s->dlnV = retune(s->dlnV, *acc_v, vol_target, 1e-12, 1.0);
-        }
-        if (s->npt) {
-            retune_box(&s->dlnL, &bt->length_acc, l0, s->lcnt, bt->length_target);
-            retune_box(&s->dtilt, &bt->shear_acc, t0, s->tcnt, bt->shear_target);
-        }
-        uint64_t tt = c1[0] - c0[0], ta = c1[1] - c0[1], rt = c1[2] - c0[2], ra = c1[3] - c0[3];
-        double wmin = s->grid.width[0]; /* after the round: NPT moves the grid */
-        for (int a = 1; a < s->dim; a++)
-            wmin = fmin(wmin, s->grid.width[a]);
-        double d = s->mv.delta, rot = s->mv.rotate;
-        if (tt) {
-            *acc_t = (double)ta / (double)tt;
-            d = retune(d, *acc_t, target, 1e-6, wmin);
-        }
-        if (rt) {
-            *acc_r = (double)ra / (double)rt;
-            rot = retune(rot, *acc_r, target, 1e-6, SHAPE_ROTATE_MAX);
-        }
-        if (shape_set_moves(s, d, rot))
-            return -1;
-    }
-    return 0;
 }

@@ -252,4 +252,13 @@ extern const carlo_ops shape_ops_npt; /* NPT: the control "pressure", the volume
 int shape_checkpoint(shape_system *s, carlo_frame *f);
 shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device);
 
+/* Inside the model's own files (shape.c, shape_npt.c): the cell grid planned for box b (cells
+ * at least a circumdiameter wide, a bound on the centres a cell holds), the box of record from a
+ * grid, a backend failure that marks the system dead (returns -1), and positions with
+ * orientations placed into the cells (refused when a pair overlaps). */
+int shape_plan_grid(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1);
+void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const carlo_box *b);
+int shape_gpu_failed(shape_system *s);
+int shape_place(shape_system *s, const double *x, const uint32_t *ori);
+
 #endif
