@@ -150,7 +150,7 @@ int carlo_threads_begin(carlo_sys *s)
     else
         pick = threads_best(p);
     p->probing = 0;
-    if (p->cost[0] > 0 && p->cost[1] > 0 && carlo_now() >= p->probe_at) {
+    if (p->cost[0] > 0 && p->cost[1] > 0 && p->cost[1] < INFINITY && carlo_now() >= p->probe_at) {
         pick = !pick; /* measure the other choice again */
         p->probing = 1;
     }
@@ -189,8 +189,11 @@ void carlo_threads_end(carlo_sys *s, int restore, double units, double seconds, 
     /* a fresh measurement replaces the old one when it is a probe; the choice in use is
      * averaged, so that one slow chunk does not flip it */
     p->cost[used] = first || p->probing ? c : 0.5 * (p->cost[used] + c);
-    if (sweeps && !used && first && c < THREADS_SMALL)
-        p->cost[1] = INFINITY; /* too little work per sweep for threads to pay */
+    /* too little work per sweep for threads to pay: from any one-thread chunk (a busy machine
+     * only ever slows a chunk down, so one fast chunk proves it, even when the first was
+     * preempted), and for good: the other choice is not measured again */
+    if (sweeps && !used && c < THREADS_SMALL)
+        p->cost[1] = INFINITY;
     if (p->probing || (p->cost[0] > 0 && p->cost[1] > 0 && p->probe_at == 0)) {
         /* the next measurement of the choice not taken: after at least 50 times what this
          * chunk took (a probe that ran slow on a busy machine costs at most 2% of the time),

@@ -24,7 +24,8 @@ struct carlo_ops;
 /* How many CPU threads a system's chunks of work get when the count is left to carlo
  * (carlo_threads_fixed() == 0): one or all, whichever measured faster per unit of work, the
  * other measured again now and then (soon at first, then every couple of seconds), since a
- * shared machine's load changes. Never changes
+ * shared machine's load changes; a sweep too small for threads to pay (THREADS_SMALL) stays on
+ * one thread without re-measuring. Never changes
  * a result (the chains do not depend on the thread count). */
 typedef struct carlo_thread_pick {
     int probing;       /* the chunk under way measures the other choice */
