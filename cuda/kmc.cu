@@ -3,14 +3,21 @@
  * an event in a step are not copied (kmc_gpu_buffers). Algorithm 1 runs on the device as
  * well: a second kernel compares the edge checksums and its last block accepts or rejects the
  * step and plans the next (the same kmc_ctrl_decide as the CPU), so a batch of steps is
- * queued without a round trip. */
+ * queued without a round trip. A split system (decompose = true, carlo-mpi(7)) keeps its
+ * rank's slab of tile rows with a halo tile row above and below: after each step its first
+ * tile row and that row's up strips go to the rank above, its last tile row to the rank below,
+ * staged through page-locked host memory; the step's sums are reduced over the ranks and
+ * decided on the host (the same kmc_ctrl_decide), and an accepted step's rows that came in
+ * become the halo rows. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern "C" {
 #include "core/error.h"
+#include "core/progress.h"
 #include "kmc/kmc.h"
+#include "mpi/mpi.h"
 }
 #include "check.h"
 #include "kmc_step.cuh"
@@ -23,6 +30,9 @@ const uint64_t BATCH_MAX = 256; /* steps queued per call: a call ends within a f
 struct kmc_acc {
     unsigned long long events, sim;
     unsigned int mismatch, overflow, ticket, pad;
+    /* a split system's step: the sums of this rank's tiles, for the host to reduce */
+    unsigned long long r_events, r_sim;
+    unsigned int r_mismatch, r_overflow;
 };
 
 struct gpu_impl {
@@ -33,26 +43,38 @@ struct gpu_impl {
     unsigned long long *minbits;
     kmc_config *configs;
     kmc_event *events;
-    void *host;         /* staging, 8 bytes per site */
+    void *host;         /* staging, 8 bytes per stored site */
+    void *slab;         /* a split system's own rows, row-major, 8 bytes a site (gathers) */
     int smem_optin;     /* the most dynamic shared memory a block may have on this GPU */
-    int ntiles;
+    int ntiles;         /* the tiles stepped: all, or a split system's own */
+    int stored;         /* the tiles stored: all, or own plus two halo tile rows */
+    kmc_slab sl;
+    /* a split system's exchange, on the device and page-locked on the host: to the rank above
+     * the first own tile row (states, draw counters, clocks: kmc_row_bytes) and the up strips
+     * of its tiles, to the rank below the last own tile row; and the step's sums */
+    uint8_t *d_send, *d_recv, *h_send, *h_recv;
+    kmc_acc *h_acc;
+    int above, below;
 };
 
 gpu_impl *impl(kmc_system *s) { return static_cast<gpu_impl *>(s->impl); }
 
 /* ---------- Algorithm 1: compare the strips, decide, plan ---------- */
 
+/* The step's sums over the tiles stepped; the last block decides (whole lattice) or leaves
+ * them in acc->r_* for the host to reduce over the ranks (split). */
 __global__ void __launch_bounds__(VALIDATE_THREADS)
 validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl *ctrl,
-                kmc_acc *acc, const int ntiles)
+                kmc_acc *acc, const int ntiles, const kmc_slab sl)
 {
     if (ctrl->done)
         return;
-    const int T = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int own = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int T = own + sl.first * g.ntc;
     unsigned long long ev = 0, sim = 0;
     int bad = 0, ovf = 0;
-    if (T < ntiles) {
-        bad = !kmc_tile_matches(&g, out, T);
+    if (own < ntiles) {
+        bad = !kmc_split_matches(g, out, T, sl.first);
         ev = out[T].events;
         sim = out[T].sim;
         ovf = out[T].overflow != 0u;
@@ -99,6 +121,13 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
     const unsigned mm = atomicExch(&acc->mismatch, 0u);
     const unsigned of = atomicExch(&acc->overflow, 0u);
     atomicExch(&acc->ticket, 0u);
+    if (sl.first) {
+        acc->r_events = e;
+        acc->r_sim = sm;
+        acc->r_mismatch = mm;
+        acc->r_overflow = of;
+        return;
+    }
     kmc_ctrl_decide(ctrl, e, sm, mm, of);
 }
 
@@ -121,7 +150,11 @@ __global__ void min_tau_kernel(const double *__restrict__ tau, const uint64_t n,
 
 /* ---------- the backend ---------- */
 
-size_t sites(const kmc_system *s) { return (size_t)s->m * (size_t)s->n; }
+/* Sites stored: the whole lattice, or a split system's slab with its halo tile rows. */
+size_t stored_sites(const kmc_system *s)
+{
+    return (size_t)(s->split ? s->tile_rows + 2 : s->geom.ntr) * (size_t)s->geom.ntc * 64u;
+}
 
 /* dynamic shared memory of a step block: each warp's domain, 16 bytes a cell */
 size_t step_smem(const kmc_system *s, int tiles_per_block)
@@ -144,22 +177,55 @@ int gpu_launch(kmc_system *s, int tiles_per_block)
     return 0;
 }
 
+/* Page-locked host memory (the staged halo exchange); out of memory is not sticky. */
+int pinned(void *p, size_t bytes, const char *what)
+{
+    cudaError_t e = cudaMallocHost(static_cast<void **>(p), bytes);
+    if (e == cudaSuccess)
+        return 0;
+    (void)cudaGetLastError();
+    return carlo_seterr("out of page-locked host memory: %zu bytes asked for %s (%s)", bytes, what,
+                        cudaGetErrorString(e));
+}
+
+/* A split system's exchange buffers and its neighbour ranks. */
+int split_setup(kmc_system *s)
+{
+    gpu_impl *g = impl(s);
+    const size_t bytes = 2 * kmc_row_bytes(s->geom) + sizeof(uint64_t) * (size_t)s->geom.ntc;
+    const int n = carlo_mpi_size(), p = carlo_mpi_rank();
+    g->above = (p + n - 1) % n;
+    g->below = (p + 1) % n;
+    CK_MALLOC(&g->d_send, bytes, "the KMC halo send buffer");
+    CK_MALLOC(&g->d_recv, bytes, "the KMC halo receive buffer");
+    if (pinned(&g->h_send, bytes, "the KMC halo send buffer") ||
+        pinned(&g->h_recv, bytes, "the KMC halo receive buffer") ||
+        pinned(&g->h_acc, sizeof(kmc_acc), "the KMC step sums"))
+        return -1;
+    g->slab = carlo_malloc(carlo_mulsize((size_t)s->tile_rows * 64u * (size_t)s->geom.ntc, 8),
+                           "a KMC slab");
+    return g->slab ? 0 : -1;
+}
+
 int gpu_create(kmc_system *s)
 {
     gpu_impl *g = static_cast<gpu_impl *>(carlo_calloc(1, sizeof(gpu_impl), "the KMC GPU backend"));
     if (!g)
         return -1;
     s->impl = g;
-    const size_t N = sites(s);
-    g->ntiles = s->geom.ntr * s->geom.ntc;
+    const size_t N = stored_sites(s);
+    g->sl.first = s->split ? 1 : 0;
+    g->sl.row0 = s->split ? s->tile_row0 : 0;
+    g->ntiles = (s->split ? s->tile_rows : s->geom.ntr) * s->geom.ntc;
+    g->stored = (int)(N / 64u);
     for (int k = 0; k < 2; k++) {
         CK_MALLOC(&g->b.x[k], N * sizeof(int32_t), "the KMC states");
         CK_MALLOC(&g->b.tau[k], N * sizeof(double), "the KMC clocks");
         CK_MALLOC(&g->b.cnt[k], N * sizeof(uint32_t), "the KMC draw counters");
-        CK_MALLOC(&g->b.tmin[k], (size_t)g->ntiles * sizeof(double), "the KMC tile minima");
-        CK_MALLOC(&g->b.where[k], (size_t)g->ntiles, "the KMC tile buffer map");
+        CK_MALLOC(&g->b.tmin[k], (size_t)g->stored * sizeof(double), "the KMC tile minima");
+        CK_MALLOC(&g->b.where[k], (size_t)g->stored, "the KMC tile buffer map");
     }
-    CK_MALLOC(&g->out, (size_t)g->ntiles * sizeof(kmc_tile_out), "the KMC tile results");
+    CK_MALLOC(&g->out, (size_t)g->stored * sizeof(kmc_tile_out), "the KMC tile results");
     CK_MALLOC(&g->ctrl, sizeof(kmc_ctrl), "the KMC step control");
     CK_MALLOC(&g->acc, sizeof(kmc_acc), "the KMC step sums");
     CK(cudaMemset(g->acc, 0, sizeof(kmc_acc)));
@@ -177,7 +243,9 @@ int gpu_create(kmc_system *s)
     if (gpu_launch(s, s->tiles_per_block))
         return -1;
     g->host = carlo_malloc(carlo_mulsize(N, 8), "a KMC staging buffer");
-    return g->host ? 0 : -1;
+    if (!g->host)
+        return -1;
+    return s->split ? split_setup(s) : 0;
 }
 
 void gpu_destroy(kmc_system *s)
@@ -198,57 +266,184 @@ void gpu_destroy(kmc_system *s)
     cudaFree(g->minbits);
     cudaFree(g->configs);
     cudaFree(g->events);
+    cudaFree(g->d_send);
+    cudaFree(g->d_recv);
+    cudaFreeHost(g->h_send);
+    cudaFreeHost(g->h_recv);
+    cudaFreeHost(g->h_acc);
     free(g->host);
+    free(g->slab);
     free(g);
     s->impl = NULL;
+}
+
+/* Whole lattice (row-major) -> the stored tiles (tile-major, elem bytes a site): all of them, or
+ * a split system's slab rows with the halo rows above and below (periodic). */
+void tiles_in(const kmc_system *s, const void *rowmajor, void *tiles, size_t elem)
+{
+    if (!s->split) {
+        kmc_to_tiles(&s->geom, rowmajor, tiles, elem);
+        return;
+    }
+    const int rows = (s->tile_rows + 2) * KMC_TILE, n = s->n, gr0 = (s->tile_row0 - 1) * KMC_TILE;
+    for (int lr = 0; lr < rows; lr++) {
+        const int gr = kmc_wrap(gr0 + lr, s->m);
+        for (int j = 0; j < n; j++) {
+            const uint64_t src = (uint64_t)gr * (uint64_t)n + (uint64_t)j;
+            const uint64_t dst = kmc_tm_index(&s->geom, lr, j);
+            if (elem == 8)
+                static_cast<uint64_t *>(tiles)[dst] = static_cast<const uint64_t *>(rowmajor)[src];
+            else
+                static_cast<uint32_t *>(tiles)[dst] = static_cast<const uint32_t *>(rowmajor)[src];
+        }
+    }
+}
+
+/* Stored local lattice rows lr0 .. lr0 + rows - 1 of tile-major tiles -> row-major out. */
+void rows_out(const kmc_system *s, const void *tiles, int lr0, int rows, void *out, size_t elem)
+{
+    const int n = s->n;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++) {
+            const uint64_t dst = (uint64_t)r * (uint64_t)n + (uint64_t)j;
+            const uint64_t src = kmc_tm_index(&s->geom, lr0 + r, j);
+            if (elem == 8)
+                static_cast<uint64_t *>(out)[dst] = static_cast<const uint64_t *>(tiles)[src];
+            else
+                static_cast<uint32_t *>(out)[dst] = static_cast<const uint32_t *>(tiles)[src];
+        }
 }
 
 int gpu_set_state(kmc_system *s, const int32_t *x, const double *tau, const uint32_t *cnt)
 {
     gpu_impl *g = impl(s);
     const int f = (int)s->ctrl.front;
-    const size_t N = sites(s);
+    const size_t N = stored_sites(s);
     if (x) {
-        kmc_to_tiles(&s->geom, x, g->host, 4);
+        tiles_in(s, x, g->host, 4);
         CK(cudaMemcpy(g->b.x[f], g->host, N * 4, cudaMemcpyHostToDevice));
     }
     if (tau) {
-        kmc_to_tiles(&s->geom, tau, g->host, 8);
+        tiles_in(s, tau, g->host, 8);
         CK(cudaMemcpy(g->b.tau[f], g->host, N * 8, cudaMemcpyHostToDevice));
-        double *tmin = static_cast<double *>(carlo_malloc(sizeof(double) * (size_t)g->ntiles, "tile minima"));
+        double *tmin = static_cast<double *>(carlo_malloc(sizeof(double) * (size_t)g->stored, "tile minima"));
         if (!tmin)
             return -1;
-        kmc_tile_minima(&s->geom, static_cast<const double *>(g->host), tmin);
-        cudaError_t e = cudaMemcpy(g->b.tmin[f], tmin, sizeof(double) * (size_t)g->ntiles,
+        const double *th = static_cast<const double *>(g->host);
+        for (int T = 0; T < g->stored; T++) {
+            double m = INFINITY;
+            for (int q = 0; q < 64; q++)
+                m = th[((size_t)T << 6) + (size_t)q] < m ? th[((size_t)T << 6) + (size_t)q] : m;
+            tmin[T] = m;
+        }
+        cudaError_t e = cudaMemcpy(g->b.tmin[f], tmin, sizeof(double) * (size_t)g->stored,
                                    cudaMemcpyHostToDevice);
         free(tmin);
         if (e != cudaSuccess)
             return carlo_cuda_fail(e, "cudaMemcpy(tile minima)", __FILE__, __LINE__);
     }
     if (cnt) {
-        kmc_to_tiles(&s->geom, cnt, g->host, 4);
+        tiles_in(s, cnt, g->host, 4);
         CK(cudaMemcpy(g->b.cnt[f], g->host, N * 4, cudaMemcpyHostToDevice));
     }
     return 0;
+}
+
+/* One array of the accepted state as the whole lattice: on a split system from every rank's own
+ * rows (every rank calls this). */
+int state_out(kmc_system *s, const void *dev, void *rowmajor, size_t elem)
+{
+    gpu_impl *g = impl(s);
+    CK(cudaMemcpy(g->host, dev, stored_sites(s) * elem, cudaMemcpyDeviceToHost));
+    if (!s->split) {
+        kmc_from_tiles(&s->geom, g->host, rowmajor, elem);
+        return 0;
+    }
+    const int rows = s->tile_rows * KMC_TILE;
+    rows_out(s, g->host, KMC_TILE, rows, g->slab, elem);
+    return carlo_mpi_allgather_rows(static_cast<const uint8_t *>(g->slab), rows,
+                                    static_cast<uint8_t *>(rowmajor), s->slab_rows,
+                                    (int)((size_t)s->n * elem));
 }
 
 int gpu_get_state(kmc_system *s, int32_t *x, double *tau, uint32_t *cnt)
 {
     gpu_impl *g = impl(s);
     const int f = (int)s->ctrl.front;
-    const size_t N = sites(s);
-    if (x) {
-        CK(cudaMemcpy(g->host, g->b.x[f], N * 4, cudaMemcpyDeviceToHost));
-        kmc_from_tiles(&s->geom, g->host, x, 4);
-    }
-    if (tau) {
-        CK(cudaMemcpy(g->host, g->b.tau[f], N * 8, cudaMemcpyDeviceToHost));
-        kmc_from_tiles(&s->geom, g->host, tau, 8);
-    }
-    if (cnt) {
-        CK(cudaMemcpy(g->host, g->b.cnt[f], N * 4, cudaMemcpyDeviceToHost));
-        kmc_from_tiles(&s->geom, g->host, cnt, 4);
-    }
+    if (x && state_out(s, g->b.x[f], x, 4))
+        return -1;
+    if (tau && state_out(s, g->b.tau[f], tau, 8))
+        return -1;
+    if (cnt && state_out(s, g->b.cnt[f], cnt, 4))
+        return -1;
+    return 0;
+}
+
+/* A split system's own rows with the row above and the row below them (kmc_backend). */
+int gpu_slab_states(kmc_system *s, int32_t *x)
+{
+    gpu_impl *g = impl(s);
+    CK(cudaMemcpy(g->host, g->b.x[s->ctrl.front], stored_sites(s) * 4, cudaMemcpyDeviceToHost));
+    rows_out(s, g->host, KMC_TILE - 1, s->tile_rows * KMC_TILE + 2, x, 4);
+    return 0;
+}
+
+/* One step of a split system, decided on the host from the sums over the ranks (as the CPU
+ * split does). The step's first and last own tile rows go to the neighbours with the up strips
+ * (one exchange, two host round trips a step); they become the halo rows if the step is
+ * accepted (the rows of a rejected step, a few percent of them, travel for nothing). s->ctrl
+ * is on the device when called and after. */
+int split_step(kmc_system *s, const kmc_model &md)
+{
+    gpu_impl *g = impl(s);
+    kmc_ctrl *c = &s->ctrl;
+    const cudaStream_t st = cudaStreamPerThread;
+    const int tpb = s->tiles_per_block, ntc = s->geom.ntc, rows = s->tile_rows;
+    const unsigned step_blocks = (unsigned)((g->ntiles + tpb - 1) / tpb);
+    const uint64_t k = c->accepted + c->rejected;
+    const size_t row = kmc_row_bytes(s->geom), w = sizeof(uint64_t), pitch = sizeof(kmc_tile_out);
+    const size_t up = row + w * (size_t)ntc; /* to the rank above: first row, then up strips */
+    step_kernel<<<step_blocks, (unsigned)(32 * tpb), step_smem(s, tpb), st>>>(
+        s->geom, md, s->seed, g->b, g->ctrl, g->out, g->ntiles, g->sl);
+    CK_LAUNCH("step_kernel");
+    halo_pack_kernel<<<(unsigned)((2 * ntc * 64 + 255) / 256), 256, 0, st>>>(
+        s->geom, g->b, g->b.where[k & 1], rows, g->d_send, g->d_send + up);
+    CK_LAUNCH("halo_pack_kernel");
+    CK(cudaMemcpy2DAsync(g->d_send + row, w, &g->out[ntc].chk[KMC_EDGE_UP], pitch, w, (size_t)ntc,
+                         cudaMemcpyDeviceToDevice, st));
+    CK(cudaMemcpyAsync(g->h_send, g->d_send, up + row, cudaMemcpyDeviceToHost, st));
+    CK(cudaStreamSynchronize(st));
+    if (carlo_interrupted)
+        return 0; /* not decided: the accepted state stays */
+    uint8_t *const send[2] = {g->h_send, g->h_send + up};
+    uint8_t *const recv[2] = {g->h_recv, g->h_recv + up}; /* from below, from above */
+    const int bytes[2] = {(int)up, (int)row}, dest[2] = {g->above, g->below},
+              src[2] = {g->below, g->above};
+    if (carlo_mpi_exchange2(send, bytes, dest, recv, bytes, src, 40))
+        return -1;
+    /* the rank below's up strips, for the last own row's down strips */
+    CK(cudaMemcpy2DAsync(&g->out[(rows + 1) * ntc].chk[KMC_EDGE_UP], pitch, g->h_recv + row, w, w,
+                         (size_t)ntc, cudaMemcpyHostToDevice, st));
+    const unsigned vblocks = (unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS);
+    validate_kernel<<<vblocks, VALIDATE_THREADS, 0, st>>>(s->geom, g->out, g->ctrl, g->acc,
+                                                          g->ntiles, g->sl);
+    CK_LAUNCH("validate_kernel");
+    CK(cudaMemcpyAsync(g->h_acc, g->acc, sizeof(kmc_acc), cudaMemcpyDeviceToHost, st));
+    CK(cudaStreamSynchronize(st));
+    /* every rank decides the same from the sums over all of them */
+    int64_t sums[4] = {(int64_t)g->h_acc->r_events, (int64_t)g->h_acc->r_sim,
+                       (int64_t)g->h_acc->r_mismatch, (int64_t)g->h_acc->r_overflow};
+    if (carlo_mpi_sum_i64(sums, 4))
+        return -1;
+    kmc_ctrl_decide(c, (uint64_t)sums[0], (uint64_t)sums[1], sums[2] != 0, sums[3] != 0);
+    CK(cudaMemcpyAsync(g->ctrl, c, sizeof(kmc_ctrl), cudaMemcpyHostToDevice, st));
+    if (!c->last_accepted)
+        return 0; /* a rejected step kept the old state, and the halos hold it */
+    /* the neighbours' new rows into the halo rows, queued before the next step */
+    CK(cudaMemcpyAsync(g->d_recv, g->h_recv, up + row, cudaMemcpyHostToDevice, st));
+    halo_unpack_kernel<<<(unsigned)((2 * ntc + 7) / 8), 256, 0, st>>>(s->geom, g->b, rows, g->d_recv,
+                                                                     g->d_recv + up);
+    CK_LAUNCH("halo_unpack_kernel");
     return 0;
 }
 
@@ -259,6 +454,7 @@ int gpu_advance(kmc_system *s, uint64_t budget)
         return 0;
     const int tpb = s->tiles_per_block;
     const unsigned step_blocks = (unsigned)((g->ntiles + tpb - 1) / tpb);
+    const unsigned settle_blocks = (unsigned)((g->stored + tpb - 1) / tpb);
     const unsigned validate_blocks = (unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS);
     const uint64_t n = budget < BATCH_MAX ? budget : BATCH_MAX;
     const size_t smem = step_smem(s, tpb);
@@ -266,18 +462,27 @@ int gpu_advance(kmc_system *s, uint64_t budget)
     md.config = g->configs;
     md.event = g->events;
     CK(cudaMemcpy(g->ctrl, &s->ctrl, sizeof(kmc_ctrl), cudaMemcpyHostToDevice));
-    /* every tile starts in the front buffer (see kmc_gpu_buffers) */
+    /* every tile starts in the front buffer (see kmc_gpu_buffers); a slab's halo tiles are
+     * read through both maps */
     const uint64_t k0 = s->ctrl.accepted + s->ctrl.rejected;
-    CK(cudaMemset(g->b.where[(k0 + 1) & 1], (int)s->ctrl.front, (size_t)g->ntiles));
-    for (uint64_t k = 0; k < n; k++) {
-        step_kernel<<<step_blocks, (unsigned)(32 * tpb), smem>>>(s->geom, md, s->seed, g->b, g->ctrl,
-                                                                 g->out, g->ntiles);
-        CK_LAUNCH("step_kernel");
-        validate_kernel<<<validate_blocks, VALIDATE_THREADS>>>(s->geom, g->out, g->ctrl, g->acc,
-                                                               g->ntiles);
-        CK_LAUNCH("validate_kernel");
+    CK(cudaMemset(g->b.where[(k0 + 1) & 1], (int)s->ctrl.front, (size_t)g->stored));
+    if (s->split) {
+        CK(cudaMemset(g->b.where[k0 & 1], (int)s->ctrl.front, (size_t)g->stored));
+        /* one step at a time: each is decided from the sums over the ranks */
+        for (uint64_t k = 0; k < budget && !s->ctrl.done && !carlo_interrupted; k++)
+            if (split_step(s, md))
+                return -1;
+    } else {
+        for (uint64_t k = 0; k < n; k++) {
+            step_kernel<<<step_blocks, (unsigned)(32 * tpb), smem>>>(s->geom, md, s->seed, g->b,
+                                                                     g->ctrl, g->out, g->ntiles, g->sl);
+            CK_LAUNCH("step_kernel");
+            validate_kernel<<<validate_blocks, VALIDATE_THREADS>>>(s->geom, g->out, g->ctrl, g->acc,
+                                                                   g->ntiles, g->sl);
+            CK_LAUNCH("validate_kernel");
+        }
     }
-    settle_kernel<<<step_blocks, (unsigned)(32 * tpb)>>>(g->b, g->ctrl, g->ntiles);
+    settle_kernel<<<settle_blocks, (unsigned)(32 * tpb)>>>(g->b, g->ctrl, g->stored);
     CK_LAUNCH("settle_kernel");
     CK(cudaMemcpy(&s->ctrl, g->ctrl, sizeof(kmc_ctrl), cudaMemcpyDeviceToHost));
     return 0;
@@ -288,16 +493,17 @@ int gpu_min_tau(kmc_system *s, double *out)
     gpu_impl *g = impl(s);
     const unsigned long long inf = 0x7ff0000000000000ull;
     CK(cudaMemcpy(g->minbits, &inf, sizeof inf, cudaMemcpyHostToDevice));
-    const uint64_t N = sites(s);
+    const uint64_t N = (uint64_t)g->ntiles * 64u; /* the own sites */
     uint64_t blocks = (N + 255) / 256;
     if (blocks > 4096)
         blocks = 4096;
-    min_tau_kernel<<<(unsigned)blocks, 256>>>(g->b.tau[s->ctrl.front], N, g->minbits);
+    const double *tau = g->b.tau[s->ctrl.front] + (size_t)g->sl.first * (size_t)s->geom.ntc * 64u;
+    min_tau_kernel<<<(unsigned)blocks, 256>>>(tau, N, g->minbits);
     CK_LAUNCH("min_tau_kernel");
     unsigned long long bits;
     CK(cudaMemcpy(&bits, g->minbits, sizeof bits, cudaMemcpyDeviceToHost));
     memcpy(out, &bits, sizeof *out);
-    return 0;
+    return s->split ? carlo_mpi_min_f64(out, 1) : 0;
 }
 
 int gpu_sync(kmc_system *s)
@@ -311,5 +517,5 @@ int gpu_sync(kmc_system *s)
 
 extern "C" const kmc_backend kmc_cuda_backend = {
     "gpu", gpu_create, gpu_destroy, gpu_set_state, gpu_get_state, gpu_advance, gpu_min_tau, gpu_sync,
-    gpu_launch,
+    gpu_launch, gpu_slab_states,
 };

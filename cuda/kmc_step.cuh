@@ -1,8 +1,9 @@
 /* kmc_step.cuh — Algorithm 2 on the GPU: one warp per tile, the tile's domain (states,
  * clocks, draw counters) in shared memory, the 32 lanes each keeping the earliest of the
  * cells they own (d % 32 == lane), so the earliest event is three warp reductions away; the
- * lanes owning the cells an event touches redraw them side by side. Kept apart from kmc.cu
- * so that tests/unit/kmc_warp.cc can run this very kernel on the CPU, one thread per lane.
+ * lanes owning the cells an event touches redraw them side by side; and the halo tile rows of
+ * a split system (carlo-mpi(7)) packed and unpacked. Kept apart from kmc.cu so that
+ * tests/unit/kmc_warp.cc can run these very kernels on the CPU, one thread per lane.
  * Needs kmc/kmc.h (and the CUDA runtime, or the test's stand-in) included first. */
 #ifndef CARLO_KMC_STEP_CUH
 #define CARLO_KMC_STEP_CUH
@@ -29,6 +30,15 @@ struct kmc_gpu_buffers {
 };
 
 #define KMC_WHERE_NEW 2u
+
+/* The tiles a device stores: the whole lattice (first = 0), or a split system's slab (first =
+ * 1): its own tile rows between a halo tile row above and one below, stored in order (local
+ * tile rows 0 .. rows + 1), whose tiles are read and never stepped. row0 is the global tile
+ * row of the first own one: sites and random numbers go by global rows. */
+struct kmc_slab {
+    int first;
+    int row0;
+};
 
 /* The buffer (0 or 1) that holds tile T's state before step k, from where[(k + 1) & 1] and
  * whether step k - 1 was accepted. */
@@ -58,16 +68,19 @@ static __device__ __forceinline__ double warp_min(double v)
 
 static __global__ void __launch_bounds__(256)
 step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc_gpu_buffers b,
-            const kmc_ctrl *__restrict__ ctrl, kmc_tile_out *__restrict__ out, const int ntiles)
+            const kmc_ctrl *__restrict__ ctrl, kmc_tile_out *__restrict__ out, const int ntiles,
+            const kmc_slab sl)
 {
     if (ctrl->done)
         return;
     const double t_end = ctrl->t_end;
     const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5);
-    const int T = (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
-    if (T >= ntiles)
+    const int own = (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
+    if (own >= ntiles)
         return; /* whole warps only; nothing below synchronises the block */
-    const int ti = T / g.ntc, tj = T - ti * g.ntc, h1 = g.halo + 1, P = g.P;
+    /* T, lt: the stored tile and tile row; ti: the global tile row */
+    const int T = own + sl.first * g.ntc, lt = T / g.ntc, tj = T - lt * g.ntc;
+    const int ti = lt - sl.first + sl.row0, h1 = g.halo + 1, P = g.P;
     const uint64_t k = ctrl->accepted + ctrl->rejected;
     const uint8_t *__restrict__ WIN = kmc_where_in(b, k);
     uint8_t *__restrict__ WOUT = (k & 1u) ? b.where[1] : b.where[0];
@@ -76,7 +89,9 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc
     /* a tile whose 3 x 3 tiles have no clock before t_end has no event at all: it stays */
     double tn = INFINITY;
     if (lane < 9) {
-        const int Tn = kmc_tile_near(&g, ti, tj, lane / 3 - 1, lane % 3 - 1);
+        const int dr = lane / 3 - 1, dc = lane % 3 - 1;
+        const int Tn = sl.first ? (lt + dr) * g.ntc + kmc_wrap(tj + dc, g.ntc)
+                                : kmc_tile_near(&g, ti, tj, dr, dc);
         tn = kmc_tile_buf(WIN, Tn, acc) ? b.tmin[1][Tn] : b.tmin[0][Tn];
     }
     const double near = warp_min(tn);
@@ -109,7 +124,9 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc
             cnt[d] = 0;
             continue;
         }
-        const int gr = kmc_wrap(ti * KMC_TILE - h1 + r, g.m), gc = kmc_wrap(tj * KMC_TILE - h1 + c, g.n);
+        /* the stored row: a slab holds its halo rows in order, the whole lattice wraps */
+        const int gr = sl.first ? lt * KMC_TILE - h1 + r : kmc_wrap(ti * KMC_TILE - h1 + r, g.m);
+        const int gc = kmc_wrap(tj * KMC_TILE - h1 + c, g.n);
         const uint64_t i = kmc_tm_index(&g, gr, gc);
         const int src = kmc_tile_buf(WIN, (gr >> 3) * g.ntc + (gc >> 3), acc);
         x[d] = src ? b.x[1][i] : b.x[0][i];
@@ -270,6 +287,81 @@ settle_kernel(const kmc_gpu_buffers b, const kmc_ctrl *__restrict__ ctrl, const 
             b.tmin[0][T] = b.tmin[1][T];
         else
             b.tmin[1][T] = b.tmin[0][T];
+    }
+}
+
+/* Whether stored tile T's strips agree with its down and right neighbours': on a slab the tile
+ * below the last own row is the bottom halo row's, whose up strips the rank below sent. */
+static __host__ __device__ __forceinline__ int kmc_split_matches(const kmc_geom &g,
+                                                                const kmc_tile_out *out, int T,
+                                                                int split)
+{
+    if (!split)
+        return kmc_tile_matches(&g, out, T);
+    const int lt = T / g.ntc, tj = T - lt * g.ntc;
+    const int right = lt * g.ntc + (tj + 1 == g.ntc ? 0 : tj + 1);
+    return out[T].chk[KMC_EDGE_DOWN] == out[T + g.ntc].chk[KMC_EDGE_UP] &&
+           out[T].chk[KMC_EDGE_RIGHT] == out[right].chk[KMC_EDGE_LEFT];
+}
+
+/* ---------- a split system's halo tile rows ---------- */
+
+/* Bytes of one tile row in the exchange: states, draw counters, then clocks. */
+static __host__ __device__ __forceinline__ size_t kmc_row_bytes(const kmc_geom &g)
+{
+    return (size_t)g.ntc * 64u * 16u;
+}
+
+/* The first and last own tile rows (stored rows 1 and rows) as a step left them, for the
+ * neighbour ranks' halos should the step be accepted: where is the map the step wrote
+ * (where[k & 1] for the step after k decided ones). One thread a site. */
+static __global__ void __launch_bounds__(256)
+halo_pack_kernel(const kmc_geom g, const kmc_gpu_buffers b, const uint8_t *__restrict__ where,
+                 const int rows, uint8_t *__restrict__ first, uint8_t *__restrict__ last)
+{
+    const int per_row = g.ntc * 64;
+    const int idx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (idx >= 2 * per_row)
+        return;
+    const int k = idx / per_row, at = idx - k * per_row;
+    const int T = (k ? rows : 1) * g.ntc + (at >> 6);
+    const int src = kmc_tile_buf(where, T, true);
+    const uint64_t i = ((uint64_t)T << 6) + (uint64_t)(at & 63);
+    uint8_t *base = k ? last : first;
+    reinterpret_cast<int32_t *>(base)[at] = src ? b.x[1][i] : b.x[0][i];
+    reinterpret_cast<uint32_t *>(base)[per_row + at] = src ? b.cnt[1][i] : b.cnt[0][i];
+    reinterpret_cast<double *>(base)[per_row + at] = src ? b.tau[1][i] : b.tau[0][i];
+}
+
+/* The rows the neighbours sent into the halo tile rows (stored rows rows + 1 and 0), in
+ * buffer 0, which the tile maps of both parities name from then on: one warp a tile, its
+ * earliest clock with it. */
+static __global__ void __launch_bounds__(256)
+halo_unpack_kernel(const kmc_geom g, const kmc_gpu_buffers b, const int rows,
+                   const uint8_t *__restrict__ bottom, const uint8_t *__restrict__ top)
+{
+    const int per_row = g.ntc * 64, lane = (int)(threadIdx.x & 31u);
+    const int w = (int)blockIdx.x * (int)(blockDim.x >> 5) + (int)(threadIdx.x >> 5);
+    if (w >= 2 * g.ntc)
+        return;
+    const int k = w / g.ntc, tj = w - k * g.ntc;
+    const int T = (k ? 0 : rows + 1) * g.ntc + tj;
+    const uint8_t *base = k ? top : bottom;
+    double tm = INFINITY;
+    for (int q = lane; q < 64; q += 32) {
+        const int at = tj * 64 + q;
+        const uint64_t i = ((uint64_t)T << 6) + (uint64_t)q;
+        b.x[0][i] = reinterpret_cast<const int32_t *>(base)[at];
+        b.cnt[0][i] = reinterpret_cast<const uint32_t *>(base)[per_row + at];
+        const double t = reinterpret_cast<const double *>(base)[per_row + at];
+        b.tau[0][i] = t;
+        tm = t < tm ? t : tm;
+    }
+    tm = warp_min(tm);
+    if (lane == 0) {
+        b.tmin[0][T] = tm;
+        b.where[0][T] = 0;
+        b.where[1][T] = 0;
     }
 }
 

@@ -7,14 +7,25 @@
 --   split1   L = 32768 split over one rank (its halos sent to itself: the exchange's cost)
 --   lj       LJ N = 65536, rho = 0.8, rc = 2.5, checkerboard, 64 replicas at T = 1.0 .. 1.6
 --            (carlo.ensemble across the ranks), exchanges every 5 sweeps
+--   kmc      KMC sos_growth at bond = 1 (the paper's phi = 1), 4096 x 4096 sites a GPU: m =
+--            4096 R rows, n = 4096, whole on one GPU, decompose = true over several; from a
+--            flat start it grows for 10 x 4096^2 R events, then three runs of 5 x 4096^2 R
+--            events are timed (events per second: the median of the three)
+--   kmc_split1  the same 4096 x 4096 split over one rank (its halo rows sent to itself: the
+--            cost of deciding every step on the host)
 -- HALO: auto, staged or direct (decompose = true's halo key). Timing: a warm-up, then the
 -- median of 3 repeats, each from a barrier to a device sync and a barrier on every rank (the
 -- slowest rank's time). Prints "ROW part ranks L value halo gpu" on rank 0.
+-- For a quick check without GPUs, the kmc parts take KMC_SIDE (4096; a multiple of 8) and
+-- DEVICE=cpu: `mpirun -np 2 build/carlo scripts/bench-mpi.lua kmc` with KMC_SIDE=64 DEVICE=cpu.
 local carlo = require "carlo"
 local part, halo = arg[1], arg[2] or "auto"
 local R = carlo.mpi.size
 local gpus = carlo.devices().gpus
-assert(#gpus > 0, "bench-mpi: no GPU")
+local device = os.getenv("DEVICE") or "gpu"
+assert(device == "gpu" or (device == "cpu" and part:find("^kmc")),
+  "bench-mpi.lua: DEVICE must be gpu, or cpu for the kmc parts (got " .. device .. ")")
+assert(device == "cpu" or #gpus > 0, "bench-mpi: no GPU")
 
 local function median(t)
   table.sort(t)
@@ -39,7 +50,8 @@ local function timed(fn, sync)
 end
 
 local function row(L, value, how)
-  print(("ROW %s %d %d %.6g %s %s"):format(part, R, L, value, how, (gpus[1].name:gsub(" ", "_"))))
+  local name = device == "gpu" and gpus[1].name or "cpu"
+  print(("ROW %s %d %d %.6g %s %s"):format(part, R, L, value, how, (name:gsub(" ", "_"))))
 end
 
 if part == "weak" or part == "strong" or part == "split1" then
@@ -62,6 +74,27 @@ elseif part == "lj" then
   local t = timed(function() ens:run{ sweeps = sweeps, exchange_every = 5 } end,
                   function() for _, s in ipairs(ens.mine) do s:sync() end end)
   row(65536, 64 * 65536 * sweeps / t, "ensemble")
+elseif part == "kmc" or part == "kmc_split1" then
+  local n = math.tointeger(tonumber(os.getenv("KMC_SIDE") or "4096"))
+  assert(n and n >= 8 and n % 8 == 0, "bench-mpi.lua: KMC_SIDE must be a multiple of 8 (got " ..
+    tostring(os.getenv("KMC_SIDE")) .. ")")
+  local split = R > 1 or part == "kmc_split1"
+  local sys = carlo.kmc{ model = "sos_growth", bond = 1, m = n * R, n = n, seed = 1, device = device,
+                         decompose = split, quiet = true }
+  local per = n * n * R
+  sys:run{ events = 10 * per, quiet = true }
+  local rates = {}
+  for r = 1, 3 do
+    sys:sync()
+    carlo.mpi.barrier()
+    local t0, e0 = carlo.clock(), sys.events
+    sys:run{ events = 5 * per, quiet = true }
+    sys:sync()
+    carlo.mpi.barrier()
+    rates[r] = (sys.events - e0) / (carlo.clock() - t0)
+  end
+  row(n * R, median(rates), split and "split" or "whole")
 else
-  error("bench-mpi.lua: PART must be weak, strong, split1 or lj (got " .. tostring(part) .. ")")
+  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc or kmc_split1 (got " ..
+    tostring(part) .. ")")
 end

@@ -161,11 +161,6 @@ kmc_system *kmc_create(const kmc_params *p)
     const int ranks = p->split ? carlo_mpi_size() : 1, rank = p->split ? carlo_mpi_rank() : 0;
     const int ntr = p->m / KMC_TILE;
     if (p->split) {
-        if (p->device == CARLO_GPU) {
-            carlo_seterr("decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo "
-                         "exchange is not built yet)");
-            return NULL;
-        }
         if (p->algorithm != KMC_TILED) {
             carlo_seterr("decompose = true needs algorithm = \"tiled\" (got \"%s\", which fires "
                          "one event at a time on the whole lattice)",
@@ -569,9 +564,7 @@ int kmc_observe(kmc_system *s, kmc_obs *o, uint64_t *counts)
     int32_t *x = carlo_malloc(carlo_mulsize((size_t)stored * (size_t)n, sizeof *x), "a KMC snapshot");
     if (!x)
         return -1;
-    if (split) {
-        kmc_cpu_slab_states(s, x);
-    } else if (s->be->get_state(s, x, NULL, NULL)) {
+    if (split ? s->be->slab_states(s, x) : s->be->get_state(s, x, NULL, NULL)) {
         free(x);
         return kmc_fail(s);
     }

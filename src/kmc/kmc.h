@@ -57,7 +57,7 @@ typedef struct kmc_system {
     /* the run segment under way (kmc_sys.c): its stops, NaN when none */
     double seg_t_stop;
     uint64_t seg_ev_stop;
-    /* decompose = true (tiled, CPU): the tile rows split over the MPI ranks as row slabs, this
+    /* decompose = true (tiled, CPU or GPU): the tile rows split over the MPI ranks as row slabs, this
      * rank's tile rows tile_row0 .. tile_row0 + tile_rows - 1 (all of them when not split);
      * slab_rows[r] the lattice rows of rank r (gathers). */
     int split;
@@ -85,12 +85,12 @@ typedef struct kmc_backend {
     int (*sync)(kmc_system *s);
     /* Optional: check and take a launch shape (NULL: the shape means nothing here). */
     int (*launch)(kmc_system *s, int tiles_per_block);
+    /* A split system's own rows with the row above and the row below them (periodic): row-major
+     * (8 tile_rows + 2) x n states of the accepted state, this rank's alone (tiled backends). */
+    int (*slab_states)(kmc_system *s, int32_t *x);
 } kmc_backend;
 
 extern const kmc_backend kmc_cpu_backend;    /* tiled, OpenMP: kmc_cpu.c */
-/* A split system's own rows with the row above and the row below them (periodic): row-major
- * (8 tile_rows + 2) x n states of the accepted state, this rank's alone (kmc_cpu.c). */
-void kmc_cpu_slab_states(const kmc_system *s, int32_t *x);
 extern const kmc_backend kmc_serial_backend; /* kmc_serial.c */
 extern const kmc_backend kmc_bkl_backend;    /* kmc_serial.c */
 extern const kmc_backend *kmc_gpu_backend;   /* tiled on the GPU: set by cuda/register.cu */

@@ -205,7 +205,7 @@ static int cpu_slab_out(const kmc_system *s, cpu_impl *im, const void *tiles, vo
     return carlo_mpi_allgather_rows(im->slab, rows, rowmajor, s->slab_rows, (int)((size_t)n * elem));
 }
 
-void kmc_cpu_slab_states(const kmc_system *s, int32_t *x)
+static int cpu_slab_states(kmc_system *s, int32_t *x)
 {
     const cpu_impl *im = s->impl;
     const kmc_geom *g = &s->geom;
@@ -215,6 +215,7 @@ void kmc_cpu_slab_states(const kmc_system *s, int32_t *x)
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < n; j++)
             x[(size_t)r * (size_t)n + (size_t)j] = X[kmc_tm_index(g, lr0 + r, j)];
+    return 0;
 }
 
 static int cpu_set_state(kmc_system *s, const int32_t *x, const double *tau, const uint32_t *cnt)
@@ -530,4 +531,5 @@ const kmc_backend kmc_cpu_backend = {
     .advance = cpu_advance,
     .min_tau = cpu_min_tau,
     .sync = cpu_sync,
+    .slab_states = cpu_slab_states,
 };

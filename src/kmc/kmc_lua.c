@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "kmc/kmc.h"
 #include "kmc/kmc_lua.h"
+#include "mpi/mpi.h"
 #include "system/system_lua.h"
 
 /* Defaults measured with scripts/bench.lua kmc variants (BENCHMARKS.md): on the GPU a tile
@@ -592,6 +593,16 @@ static void describe(lua_State *L, carlo_sys *c)
         lua_pushfstring(L, "user, %d states, %d neighbours, %d x %d, %s, t = %s, %I events",
                         s->model.S, s->model.nbh, s->m, s->n, kmc_algorithm_name(s->algorithm), t,
                         (lua_Integer)s->ctrl.events);
+    /* ", GPU k" on the GPU; for a split system this rank's rows */
+    if (s->device == CARLO_GPU) {
+        lua_pushfstring(L, ", GPU %d", carlo_gpu_pick());
+        lua_concat(L, 2);
+    }
+    if (s->split) {
+        lua_pushfstring(L, ", rows %d-%d on rank %d of %d", s->tile_row0 * KMC_TILE + 1,
+                        (s->tile_row0 + s->tile_rows) * KMC_TILE, carlo_mpi_rank(), carlo_mpi_size());
+        lua_concat(L, 2);
+    }
 }
 
 static int index_field(lua_State *L, carlo_sys *c, const char *k)
@@ -623,7 +634,12 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushinteger(L, s->model.S);
     else if (strcmp(k, "decomposed") == 0)
         lua_pushboolean(L, s->split);
-    else if (strcmp(k, "rows") == 0) { /* this rank's first and last lattice row, from 1 */
+    else if (strcmp(k, "gpu") == 0) { /* the CUDA index of the GPU it runs on; nil on the CPU */
+        if (s->device == CARLO_GPU)
+            lua_pushinteger(L, carlo_gpu_pick());
+        else
+            lua_pushnil(L);
+    } else if (strcmp(k, "rows") == 0) { /* this rank's first and last lattice row, from 1 */
         lua_createtable(L, 2, 0);
         lua_pushinteger(L, (lua_Integer)s->tile_row0 * KMC_TILE + 1);
         lua_rawseti(L, -2, 1);
@@ -716,8 +732,6 @@ static double reserve(const carlo_sys *c)
 static const char *load_device(const carlo_frame *f)
 {
     const int32_t *shape = carlo_frame_expect(f, "kmc/shape", CARLO_I32, 8, 1);
-    if (carlo_frame_find(f, "kmc/split")) /* split again: the CPU backend */
-        return "cpu";
     return shape && shape[2] != KMC_TILED ? "cpu" : NULL;
 }
 

@@ -364,9 +364,9 @@ kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device)
     p.grow = params[3];
     p.shrink = params[4];
     p.initial = x;
-    /* a split system's checkpoint holds the whole lattice: split again over the ranks now, or
-     * whole on the GPU when asked for (the split runs on the CPU) */
-    p.split = carlo_frame_find(f, "kmc/split") != NULL && device != CARLO_GPU;
+    /* a split system's checkpoint holds the whole lattice: split again over the ranks now, on
+     * the device asked for */
+    p.split = carlo_frame_find(f, "kmc/split") != NULL;
     if (p.kind == KMC_TABLE) {
         if ((p.nbh != 4 && p.nbh != 8) || p.S < 2 || p.S > 256 ||
             kmc_ipow((uint32_t)p.S, p.nbh + 1) > KMC_CONFIGS_MAX) {

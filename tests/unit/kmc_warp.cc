@@ -5,7 +5,10 @@
  * on. Plugged in as the "gpu" backend, the kernel must give the serial waiting-time
  * trajectory bit for bit and the CPU backend's steps, so the warp logic (lane ownership, the
  * reductions, tie breaking, the owner's broadcast of a chosen event) is tested on machines
- * without a GPU. The checksum kernel and the transfers are not: tests/gpu covers those. */
+ * without a GPU. The kernels of a split system (decompose = true) run on slabs of tile rows
+ * as on 1 to 4 ranks, the halo rows and strips passed between them in memory, against the
+ * whole lattice step by step. The checksum kernel and the transfers are not: tests/gpu covers
+ * those (tests/gpu/kmc_mpi.sh the split ones). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,7 @@ extern "C" {
 
 #define __global__
 #define __device__
+#define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 
@@ -193,7 +197,9 @@ struct step_args {
 static void step_body(void *p)
 {
     step_args *a = static_cast<step_args *>(p);
-    step_kernel(a->s->geom, a->s->model, a->s->seed, a->im->b, &a->s->ctrl, a->im->out, a->im->ntiles);
+    const kmc_slab whole = {0, 0};
+    step_kernel(a->s->geom, a->s->model, a->s->seed, a->im->b, &a->s->ctrl, a->im->out, a->im->ntiles,
+                whole);
 }
 
 static void settle_body(void *p)
@@ -301,7 +307,8 @@ static int emu_min_tau(kmc_system *s, double *out)
 static int emu_sync(kmc_system *) { return 0; }
 
 static const kmc_backend emu_backend = {"emulated-gpu", emu_create, emu_destroy, emu_set_state,
-                                        emu_get_state, emu_advance, emu_min_tau, emu_sync, NULL};
+                                        emu_get_state, emu_advance, emu_min_tau, emu_sync, NULL,
+                                        NULL};
 
 /* ---------- the checks ---------- */
 
@@ -445,6 +452,239 @@ static void compare(const char *name, const model_spec *ms, int m, int n, int ha
     kmc_destroy(ser);
 }
 
+/* ---------- the split kernels: slabs of tile rows, as cuda/kmc.cu runs them on ranks ---------- */
+
+/* One emulated rank: its tile rows with a halo tile row above and below, its exchange rows. */
+struct emu_slab {
+    kmc_gpu_buffers b;
+    kmc_tile_out *out;
+    kmc_slab sl;
+    int rows, stored;
+    uint8_t *send, *recv;
+};
+
+struct slab_args {
+    const kmc_system *s;
+    emu_slab *e;
+    kmc_ctrl *ctrl;
+    const uint8_t *where; /* the map the step wrote (packing) */
+};
+
+static void slab_step_body(void *p)
+{
+    slab_args *a = static_cast<slab_args *>(p);
+    step_kernel(a->s->geom, a->s->model, a->s->seed, a->e->b, a->ctrl, a->e->out,
+                a->e->rows * a->s->geom.ntc, a->e->sl);
+}
+
+static void slab_pack_body(void *p)
+{
+    slab_args *a = static_cast<slab_args *>(p);
+    halo_pack_kernel(a->s->geom, a->e->b, a->where, a->e->rows, a->e->send,
+                     a->e->send + kmc_row_bytes(a->s->geom));
+}
+
+static void slab_unpack_body(void *p)
+{
+    slab_args *a = static_cast<slab_args *>(p);
+    halo_unpack_kernel(a->s->geom, a->e->b, a->e->rows, a->e->recv,
+                       a->e->recv + kmc_row_bytes(a->s->geom));
+}
+
+static void slab_settle_body(void *p)
+{
+    slab_args *a = static_cast<slab_args *>(p);
+    settle_kernel(a->e->b, a->ctrl, a->e->stored);
+}
+
+/* R slabs of system w's lattice (its accepted state), buffer `front`. */
+static emu_slab *slabs_make(kmc_system *w, int R)
+{
+    const kmc_geom *g = &w->geom;
+    const size_t N = (size_t)w->m * (size_t)w->n;
+    int32_t *x = new int32_t[N];
+    double *tau = new double[N];
+    uint32_t *cnt = new uint32_t[N];
+    w->be->get_state(w, x, tau, cnt);
+    emu_slab *e = new emu_slab[R];
+    const int f = (int)w->ctrl.front;
+    for (int r = 0; r < R; r++) {
+        emu_slab *q = &e[r];
+        const int row0 = r * g->ntr / R;
+        q->rows = (r + 1) * g->ntr / R - row0;
+        q->stored = (q->rows + 2) * g->ntc;
+        q->sl.first = 1;
+        q->sl.row0 = row0;
+        const size_t sites = (size_t)q->stored * 64;
+        for (int k = 0; k < 2; k++) {
+            q->b.x[k] = static_cast<int32_t *>(calloc(sites, 4));
+            q->b.tau[k] = static_cast<double *>(calloc(sites, 8));
+            q->b.cnt[k] = static_cast<uint32_t *>(calloc(sites, 4));
+            q->b.tmin[k] = static_cast<double *>(calloc((size_t)q->stored, 8));
+            q->b.where[k] = static_cast<uint8_t *>(calloc((size_t)q->stored, 1));
+        }
+        q->out = static_cast<kmc_tile_out *>(calloc((size_t)q->stored, sizeof(kmc_tile_out)));
+        q->send = static_cast<uint8_t *>(calloc(2, kmc_row_bytes(*g)));
+        q->recv = static_cast<uint8_t *>(calloc(2, kmc_row_bytes(*g)));
+        for (int lr = 0; lr < (q->rows + 2) * KMC_TILE; lr++) {
+            const int gr = kmc_wrap((row0 - 1) * KMC_TILE + lr, w->m);
+            for (int j = 0; j < w->n; j++) {
+                const size_t src = (size_t)gr * (size_t)w->n + (size_t)j;
+                const uint64_t dst = kmc_tm_index(g, lr, j);
+                q->b.x[f][dst] = x[src];
+                q->b.tau[f][dst] = tau[src];
+                q->b.cnt[f][dst] = cnt[src];
+            }
+        }
+        for (int T = 0; T < q->stored; T++) {
+            double m = INFINITY;
+            for (int k = 0; k < 64; k++)
+                m = q->b.tau[f][T * 64 + k] < m ? q->b.tau[f][T * 64 + k] : m;
+            q->b.tmin[f][T] = m;
+        }
+    }
+    delete[] x;
+    delete[] tau;
+    delete[] cnt;
+    return e;
+}
+
+static void slabs_free(emu_slab *e, int R)
+{
+    for (int r = 0; r < R; r++) {
+        for (int k = 0; k < 2; k++) {
+            free(e[r].b.x[k]);
+            free(e[r].b.tau[k]);
+            free(e[r].b.cnt[k]);
+            free(e[r].b.tmin[k]);
+            free(e[r].b.where[k]);
+        }
+        free(e[r].out);
+        free(e[r].send);
+        free(e[r].recv);
+    }
+    delete[] e;
+}
+
+/* `steps` adaptive steps of R slabs, as cuda/kmc.cu's split_step runs them on R ranks: the
+ * strips and the halo rows passed between neighbours, the sums over all slabs decided once. */
+static void slabs_advance(const kmc_system *s, emu_slab *e, int R, kmc_ctrl *c, int steps)
+{
+    const kmc_geom *g = &s->geom;
+    const int ntc = g->ntc, tpb = s->tiles_per_block;
+    for (int r = 0; r < R; r++) { /* as gpu_advance: a slab's tiles all in front, both maps */
+        memset(e[r].b.where[0], (int)c->front, (size_t)e[r].stored);
+        memset(e[r].b.where[1], (int)c->front, (size_t)e[r].stored);
+    }
+    const size_t row = kmc_row_bytes(*g);
+    for (int k = 0; k < steps && !c->done; k++) {
+        const uint64_t decided = c->accepted + c->rejected;
+        for (int r = 0; r < R; r++) { /* the step, then its edge rows packed (before the verdict) */
+            slab_args a = {s, &e[r], c, e[r].b.where[decided & 1]};
+            const int own = e[r].rows * ntc;
+            emu_launch((unsigned)((own + tpb - 1) / tpb), 32u * (unsigned)tpb,
+                       (size_t)tpb * (size_t)g->cells * 16, slab_step_body, &a);
+            emu_launch((unsigned)((2 * ntc * 64 + 255) / 256), 256, 0, slab_pack_body, &a);
+        }
+        for (int r = 0; r < R; r++) { /* up strips of the first own row to the slab above */
+            emu_slab *up = &e[(r + R - 1) % R];
+            for (int tj = 0; tj < ntc; tj++)
+                up->out[(up->rows + 1) * ntc + tj].chk[KMC_EDGE_UP] = e[r].out[ntc + tj].chk[KMC_EDGE_UP];
+        }
+        uint64_t ev = 0, sim = 0;
+        uint32_t bad = 0, ovf = 0;
+        for (int r = 0; r < R; r++)
+            for (int T = ntc; T < (e[r].rows + 1) * ntc; T++) {
+                bad |= !kmc_split_matches(*g, e[r].out, T, 1);
+                ev += e[r].out[T].events;
+                sim += e[r].out[T].sim;
+                ovf |= e[r].out[T].overflow;
+            }
+        kmc_ctrl_decide(c, ev, sim, bad, ovf);
+        if (!c->last_accepted)
+            continue;
+        for (int r = 0; r < R; r++) {
+            /* first own row -> the bottom halo above; last own row -> the top halo below */
+            memcpy(e[(r + R - 1) % R].recv, e[r].send, row);
+            memcpy(e[(r + 1) % R].recv + row, e[r].send + row, row);
+        }
+        for (int r = 0; r < R; r++) {
+            slab_args a = {s, &e[r], c, NULL};
+            emu_launch((unsigned)((2 * ntc + 7) / 8), 256, 0, slab_unpack_body, &a);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        slab_args a = {s, &e[r], c, NULL};
+        emu_launch((unsigned)((e[r].stored + tpb - 1) / tpb), 32u * (unsigned)tpb, 0, slab_settle_body, &a);
+    }
+}
+
+/* Sites of the slabs' own rows (buffer front) that differ from the whole system's. */
+static long slabs_differ(kmc_system *w, emu_slab *e, int R, int front)
+{
+    const kmc_geom *g = &w->geom;
+    const size_t N = (size_t)w->m * (size_t)w->n;
+    int32_t *x = new int32_t[N];
+    double *tau = new double[N];
+    uint32_t *cnt = new uint32_t[N];
+    w->be->get_state(w, x, tau, cnt);
+    long bad = 0;
+    for (int r = 0; r < R; r++)
+        for (int lr = KMC_TILE; lr < (e[r].rows + 1) * KMC_TILE; lr++) {
+            const int gr = (e[r].sl.row0 - 1) * KMC_TILE + lr;
+            for (int j = 0; j < w->n; j++) {
+                const size_t i = (size_t)gr * (size_t)w->n + (size_t)j;
+                const uint64_t d = kmc_tm_index(g, lr, j);
+                bad += e[r].b.x[front][d] != x[i] || e[r].b.tau[front][d] != tau[i] ||
+                       e[r].b.cnt[front][d] != cnt[i];
+            }
+        }
+    delete[] x;
+    delete[] tau;
+    delete[] cnt;
+    return bad;
+}
+
+/* The split kernels on R emulated ranks against the whole lattice, step after step: after
+ * batches of 1, 3 and 7 steps (twice) the slabs hold the whole system's state and counters. */
+static void split_compare(const char *name, const model_spec *ms, int m, int n, int halo, int R)
+{
+    kmc_system *w = make(ms, m, n, halo, 2, KMC_TILED, CARLO_GPU, 17);
+    if (!w) {
+        CHECK(name, 0, "could not create the system");
+        return;
+    }
+    int accepted = 0, matched = 0;
+    uint64_t events = 0;
+    int rc = kmc_substep(w, &accepted, &matched, &events); /* dt set from the earliest clock */
+    emu_slab *e = slabs_make(w, R);
+    kmc_ctrl c = w->ctrl;
+    long bad = 0;
+    const int batches[3] = {1, 3, 7};
+    for (int round = 0; round < 2 && rc == 0; round++)
+        for (int k = 0; k < 3 && rc == 0; k++) {
+            c.mode = KMC_MODE_ADAPTIVE;
+            c.t_stop = INFINITY;
+            c.ev_stop = UINT64_MAX;
+            c.done = 0;
+            kmc_ctrl_plan(&c);
+            slabs_advance(w, e, R, &c, batches[k]);
+            for (int q = 0; q < batches[k] && rc == 0; q++)
+                rc = kmc_substep(w, &accepted, &matched, &events);
+            bad += slabs_differ(w, e, R, (int)c.front);
+        }
+    const kmc_ctrl *wc = &w->ctrl;
+    CHECK(name, rc == 0 && bad == 0 && c.t == wc->t && c.events == wc->events &&
+                    c.accepted == wc->accepted && c.rejected == wc->rejected &&
+                    c.simulated == wc->simulated && c.front == wc->front && wc->rejected > 0,
+          "rc %d; %ld site states differ; steps %llu/%llu vs %llu/%llu, events %llu vs %llu", rc, bad,
+          (unsigned long long)c.accepted, (unsigned long long)c.rejected,
+          (unsigned long long)wc->accepted, (unsigned long long)wc->rejected,
+          (unsigned long long)c.events, (unsigned long long)wc->events);
+    slabs_free(e, R);
+    kmc_destroy(w);
+}
+
 int main(void)
 {
     kmc_gpu_backend = &emu_backend;
@@ -457,6 +697,10 @@ int main(void)
     compare("unit/kmc-warp/three-state-moore", &three, 16, 16, 2, 4, 1000);
     compare("unit/kmc-warp/glauber-halo1", &ising, 16, 24, 1, 3, 1000);
     compare("unit/kmc-warp/copies-8x16", &sos1, 8, 16, 5, 1, 600);
+    split_compare("unit/kmc-warp/split-1-rank", &sos1, 16, 16, 3, 1);
+    split_compare("unit/kmc-warp/split-2-ranks", &sos1, 24, 16, 3, 2);
+    split_compare("unit/kmc-warp/split-3-ranks-moore", &three, 32, 16, 2, 3);
+    split_compare("unit/kmc-warp/split-4-ranks-halo7", &sos3, 32, 24, 7, 4);
 
     /* a step forced past the checksums: the same verdict and the same wrong state */
     kmc_system *gpu = make(&sos1, 16, 16, 2, 1, KMC_TILED, CARLO_GPU, 7);
