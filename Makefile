@@ -113,12 +113,12 @@ $(BUILD)/carlo.so: $(LIB_OBJ) $(LIST_DIR)/obj.list
 
 $(BUILD)/tests/unit_%: tests/unit/%.c $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP $(LDFLAGS) -Itests -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
-# C++ unit tests: GPU kernels compiled for the host (tests/unit/kmc_warp.cc)
+# C++ unit tests: GPU kernels compiled for the host (tests/unit/kmc_warp.cc, shape_warp.cc)
 $(BUILD)/tests/unit_%: tests/unit/%.cc $(BUILD)/libcarlo.a
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 -Wall -Wextra -Werror -ffp-contract=off -fopenmp -pthread -D_GNU_SOURCE \
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -ffp-contract=off -fopenmp -pthread -D_GNU_SOURCE -MMD -MP \
 	    -Isrc -Icuda -Itests $(LUA_CFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libcarlo.a $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/embed_host: tests/embed/host.c $(BUILD)/libcarlo.a

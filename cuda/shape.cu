@@ -1,9 +1,11 @@
-/* shape.cu — the CUDA backend of hard convex shapes: one thread per active cell running
- * shape_cell_update (src/shape/shape_kernel.h, the code the CPU runs, in the same double
- * arithmetic without contraction, so the chains are bit-identical), the shape handed to every
- * launch as a __grid_constant__ parameter (constant memory), the shared cell shift, and the
- * trial of a length or shear move of the box (the cells re-cut on the device and checked there
- * with the kernels' overlap test, shape_cell_overlaps). */
+/* shape.cu — the CUDA backend of hard convex shapes: a sub-sweep either with one thread per
+ * active cell running shape_cell_update (src/shape/shape_kernel.h, the code the CPU runs, in the
+ * same double arithmetic without contraction, so the chains are bit-identical) or with a team of
+ * lanes per active cell sharing its overlap tests (shape_team.cuh, the same decisions); the shape
+ * handed to every launch as a __grid_constant__ parameter (constant memory), the shared cell
+ * shift, and the trial of a length or shear move of the box (the cells re-cut on the device and
+ * checked there with the kernels' overlap test, shape_cell_overlaps). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@ extern "C" {
 }
 #include "cells.h"
 #include "check.h"
+#include "shape_team.cuh"
 
 namespace {
 
@@ -23,12 +26,15 @@ struct dev_counters {
     unsigned long long n[4];
     unsigned int flag;
     unsigned int rflag, over;
+    unsigned int novf; /* cells of a team_kernel launch whose lists overflowed (in ovf) */
 };
 
 struct gpu_impl {
     carlo_cell_data cur, spare;
     carlo_cell_grid cur_grid, spare_grid; /* the grids the storages were allocated for */
     dev_counters *ctr;
+    uint32_t *ovf;  /* team_kernel: the active cells left to overflow_kernel */
+    int64_t ovf_cap;
 };
 
 gpu_impl *impl(shape_system *s) { return static_cast<gpu_impl *>(s->impl); }
@@ -48,6 +54,28 @@ __global__ void __launch_bounds__(128) subsweep_kernel(const __grid_constant__ s
     for (int k = 0; k < 4; k++)
         if (c[k])
             atomicAdd(&ctr->n[k], (unsigned long long)c[k]);
+}
+
+/* After team_kernel: the cells it handed over, by one block (rare: a cell and its neighbours
+ * crowded beyond the list), and their count back to 0 for the next launch. */
+__global__ void __launch_bounds__(128) overflow_kernel(const __grid_constant__ shape_def sh, carlo_cell_grid g,
+                                                       float *pos, uint32_t *aux, const uint32_t *count, int set,
+                                                       shape_moves mv, uint64_t seed, uint64_t step,
+                                                       const uint32_t *ovf, dev_counters *ctr)
+{
+    const unsigned nov = ctr->novf;
+    for (unsigned k = threadIdx.x; k < nov; k += blockDim.x) {
+        int xyz[3];
+        carlo_cell_active(&g, set, ovf[k], xyz);
+        uint64_t c[4] = {0, 0, 0, 0};
+        shape_cell_update(&sh, &g, pos, aux, count, xyz, mv, seed, step, c);
+        for (int a = 0; a < 4; a++)
+            if (c[a])
+                atomicAdd(&ctr->n[a], (unsigned long long)c[a]);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        ctr->novf = 0;
 }
 
 /* A box-move trial's check: one thread per cell of the re-gridded storage. */
@@ -90,6 +118,7 @@ void gpu_destroy(shape_system *s)
         return;
     carlo_cells_dev_free(&g->cur);
     carlo_cells_dev_free(&g->spare);
+    cudaFree(g->ovf);
     cudaFree(g->ctr);
     free(g);
     s->impl = NULL;
@@ -105,9 +134,60 @@ int gpu_download(shape_system *s, carlo_cell_data *h)
     return carlo_cells_dev_download(&s->grid, &impl(s)->cur, h);
 }
 
+/* Entries of a team's list: one and a half times the particles expected in a cell and its
+ * neighbours, and 16 more, within what the cells can hold and SHAPE_LIST_MAX (a cell whose list
+ * would not fit runs the one-thread update). */
+int team_list(const shape_system *s)
+{
+    const carlo_cell_grid &g = s->grid;
+    const int around = g.dim == 2 ? 9 : 27;
+    const double want = ceil(1.5 * around * (double)s->N / (double)g.ncells) + 16.0;
+    double cap = fmin(want, (double)around * (double)g.nmax);
+    cap = fmin(cap, (double)SHAPE_LIST_MAX);
+    return cap < 1.0 ? 1 : (int)cap;
+}
+
+/* One sub-sweep by shape_team_kernel (teams of `team` lanes), then overflow_kernel on the cells
+ * it handed over; each launch checked on its own, so that an error names its kernel. */
+template <int DIM, int CAP>
+int launch_team(shape_system *s, gpu_impl *g, int set, uint64_t step, int team)
+{
+    const int lcap = team_list(s);
+    const size_t smem = (size_t)SHAPE_TEAMS * SHAPE_ENTRY_BYTES * (size_t)lcap;
+    const int64_t n = carlo_cell_set_size(&s->grid);
+    const unsigned blocks = (unsigned)((n + SHAPE_TEAMS - 1) / SHAPE_TEAMS);
+    auto k = team == 2   ? shape_team_kernel<DIM, 2, CAP ? 16 : 1>
+             : team == 4 ? shape_team_kernel<DIM, 4, CAP ? 8 : 1>
+                         : shape_team_kernel<DIM, 8, CAP ? 4 : 1>;
+    k<<<blocks, SHAPE_TEAMS * team, smem>>>(s->shape, s->grid, g->cur.pos, g->cur.aux, g->cur.count, set, s->mv,
+                                             s->seed, step, lcap, g->ovf, g->ctr->n, &g->ctr->novf);
+    CK_LAUNCH("shape team_kernel");
+    overflow_kernel<<<1, 128>>>(s->shape, s->grid, g->cur.pos, g->cur.aux, g->cur.count, set, s->mv, s->seed, step,
+                                g->ovf, g->ctr);
+    CK_LAUNCH("shape overflow_kernel");
+    return 0;
+}
+
+/* The launch of s->team (core/sys.h's tuner, sys:launch{}): 1 the one-thread kernel, 2, 4 or 8
+ * a team kernel (3D: with s->capped, its registers bounded); 0 the default, a team of 4 in 2D
+ * and of 8 in 3D. */
 int gpu_subsweep(shape_system *s, int set, uint64_t step)
 {
     gpu_impl *g = impl(s);
+    const int team = s->team > 0 ? s->team : (s->dim == 2 ? 4 : 8);
+    if (team > 1) {
+        const int64_t need = carlo_cell_set_size(&s->grid);
+        if (g->ovf_cap < need) {
+            cudaFree(g->ovf);
+            g->ovf = NULL;
+            g->ovf_cap = 0;
+            CK_MALLOC(&g->ovf, (size_t)need * sizeof(uint32_t), "the team kernel's overflow list");
+            g->ovf_cap = need;
+        }
+        if (s->dim == 2) /* always bounded: 128 registers, a few spilled */
+            return launch_team<2, 1>(s, g, set, step, team);
+        return s->capped ? launch_team<3, 1>(s, g, set, step, team) : launch_team<3, 0>(s, g, set, step, team);
+    }
     const int64_t n = carlo_cell_set_size(&s->grid);
     const unsigned threads = 128, blocks = (unsigned)((n + threads - 1) / threads);
     subsweep_kernel<<<blocks, threads>>>(s->shape, s->grid, g->cur.pos, g->cur.aux, g->cur.count, set, s->mv,

@@ -1,7 +1,8 @@
 -- scripts/bench/shapes_tether.lua — GPU moves per second with one CPU thread's in the same run:
 --   fl:     hard spheres N = 4000 at rho = 1.0409, untethered and along a 12-node Frenkel-Ladd
 --           lambda ladder (Gauss-Legendre in ln(lambda + 1), lambda up to 2e4);
---   shapes: pentagons N = 2^20 at phi = 0.676 and dodecahedra N = 2^19 compressed to phi = 0.5.
+--   shapes: pentagons N = 2^20 at phi = 0.676 and dodecahedra N = 2^19 compressed to phi = 0.5,
+--           with the launch the tuner chose, then under every launch fixed by hand.
 --   fl_ensemble: the 12-node ladder advanced together (carlo.advance) against 12 untethered systems.
 -- Timing: 0.3 s of warm-up, then the median of repeats, each ended by a sync; moves counted by
 -- the systems' own counters.
@@ -23,6 +24,15 @@ local function rate(sys, sweeps, reps)
     r[#r + 1] = (sys:observe{ pressure = false }.tried - before) / (carlo.clock() - t0)
   end
   return median(r)
+end
+-- the rate of sys under each launch of the list, fixed by hand (sys:launch), as one line
+local function by_launch(sys, sweeps, launches)
+  local out = {}
+  for _, la in ipairs(launches) do
+    sys:launch(la)
+    out[#out + 1] = ("team %d%s %.3e"):format(la.team, la.capped and " capped" or "", rate(sys, sweeps, 3))
+  end
+  return table.concat(out, ", ")
 end
 local which = ... or "all"
 if which == "all" or which == "fl" then
@@ -86,7 +96,9 @@ end
 if which == "all" or which == "shapes" then
   local p = carlo.hard_polygons{ vertices = carlo.shapes.pentagon.vertices, N = 1048576, phi = 0.676, init = "hex", seed = 1, device = "gpu", quiet = true }
   local pr = rate(p, 20, 5)
-  print(("pentagons 2^20, phi = 0.676: GPU %.3e moves/s (delta %.3g, acceptance %.2f)"):format(pr, p.delta, p:observe{ pressure = false }.acceptance))
+  print(("pentagons 2^20, phi = 0.676: GPU %.3e moves/s (delta %.3g, acceptance %.2f; tuned launch: team %d)"):format(pr,
+    p.delta, p:observe{ pressure = false }.acceptance, p:launch().team))
+  print("pentagons 2^20 by launch: " .. by_launch(p, 20, { { team = 1 }, { team = 2 }, { team = 4 }, { team = 8 } }))
   p:close()
   carlo.threads(1)
   local pc = carlo.hard_polygons{ vertices = carlo.shapes.pentagon.vertices, N = 16384, phi = 0.676, init = "hex", seed = 1, device = "cpu", quiet = true }
@@ -116,8 +128,11 @@ if which == "all" or which == "shapes" then
   local d = carlo.hard_polyhedra{ vertices = dod, init = { position = pos, orientation = ori, box = { 8 * L[1], 8 * L[2], 8 * L[3] } },
                                   delta = dc.delta, rotate = dc.rotate, seed = 1, device = "gpu", quiet = true }
   local dr = rate(d, 10, 5)
-  print(("dodecahedra 2^19, phi = %.3f%s: GPU %.3e moves/s (delta %.3g, rotate %.3g)"):format(d.phi,
-    ok and "" or " (compress failed: " .. tostring(err) .. ")", dr, d.delta, d.rotate))
+  local dl = d:launch()
+  print(("dodecahedra 2^19, phi = %.3f%s: GPU %.3e moves/s (delta %.3g, rotate %.3g; tuned launch: team %d%s)"):format(d.phi,
+    ok and "" or " (compress failed: " .. tostring(err) .. ")", dr, d.delta, d.rotate, dl.team, dl.capped and " capped" or ""))
+  print("dodecahedra 2^19 by launch: " .. by_launch(d, 10, { { team = 1 }, { team = 2 }, { team = 4 }, { team = 8 },
+    { team = 4, capped = true }, { team = 8, capped = true } }))
   d:close()
   print(("dodecahedra 1024, one CPU thread, phi = %.3f: %.3e moves/s; GPU / CPU %.0f"):format(dc.phi, dcr, dr / dcr))
 end

@@ -50,6 +50,10 @@ typedef struct shape_system {
     uint64_t sweeps;        /* the RNG step of set orders and shifts (serial: of moves) */
     uint64_t substeps;      /* the RNG step of trial moves */
     shape_moves mv;
+    int team;               /* GPU launch: lanes per active cell, 1 (one thread) or 2, 4, 8 (a team);
+                               0 the backend's default. Never changes the chain (core/sys.h's tuner,
+                               sys:launch{}) */
+    int capped;             /* GPU launch, 3D teams: 1 their registers bounded for occupancy */
     int serial;             /* 1: the serial reference chain on x / ori */
     double *x;              /* serial: N x 3, box coordinates in [-L/2, L/2) */
     uint32_t *ori;          /* serial: N x 4 orientation words */

@@ -159,18 +159,25 @@ CARLO_HD uint32_t shape_float_word(float f)
 #endif
 }
 
+/* The 2D rotation of sine s and cosine c (a kernel may keep s and c of a particle and build its
+ * matrix again: the same doubles). */
+CARLO_HD void shape_rot_2d(double s, double c, shape_rot *r)
+{
+    r->m[0][0] = c;
+    r->m[0][1] = -s;
+    r->m[1][0] = s;
+    r->m[1][1] = c;
+    r->m[0][2] = r->m[1][2] = r->m[2][0] = r->m[2][1] = 0.0;
+    r->m[2][2] = 1.0;
+}
+
 /* The rotation of orientation words o (1 word in 2D, 4 in 3D). */
 CARLO_HD void shape_rot_of(int dim, const uint32_t o[4], shape_rot *r)
 {
     if (dim == 2) {
         double s, c;
         shape_sincos_turn(o[0], &s, &c);
-        r->m[0][0] = c;
-        r->m[0][1] = -s;
-        r->m[1][0] = s;
-        r->m[1][1] = c;
-        r->m[0][2] = r->m[1][2] = r->m[2][0] = r->m[2][1] = 0.0;
-        r->m[2][2] = 1.0;
+        shape_rot_2d(s, c, r);
         return;
     }
     double w = shape_word_float(o[0]), x = shape_word_float(o[1]), y = shape_word_float(o[2]),
@@ -418,9 +425,9 @@ CARLO_HD int shape_mpr_3d(const shape_pair *p, double tol)
 
 /* Do shape A (centre at the origin, rotation ra) and shape B (centre at d, rotation rb)
  * overlap? Touching is not overlapping (within the tolerance above). Circumspheres apart: no;
- * inspheres overlapping: yes; otherwise XenoCollide. */
-CARLO_HD int shape_overlap(const shape_def *A, const shape_rot *ra, const shape_def *B,
-                           const shape_rot *rb, const double d[3])
+ * inspheres overlapping: yes; otherwise XenoCollide. shape_overlap_bounds makes the first two
+ * decisions (0 or 1; -1: neither), shape_overlap_xeno the third, shape_overlap all three. */
+CARLO_HD int shape_overlap_bounds(const shape_def *A, const shape_def *B, const double d[3])
 {
     const double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
     const double Rs = A->R + B->R, rs = A->r_in + B->r_in;
@@ -428,6 +435,14 @@ CARLO_HD int shape_overlap(const shape_def *A, const shape_rot *ra, const shape_
         return 0;
     if (r2 < rs * rs)
         return 1;
+    return -1;
+}
+
+/* XenoCollide alone, for a pair shape_overlap_bounds left undecided. */
+CARLO_HD int shape_overlap_xeno(const shape_def *A, const shape_rot *ra, const shape_def *B,
+                                const shape_rot *rb, const double d[3])
+{
+    const double Rs = A->R + B->R;
     shape_pair p;
     p.A = A;
     p.B = B;
@@ -435,6 +450,13 @@ CARLO_HD int shape_overlap(const shape_def *A, const shape_rot *ra, const shape_
     p.rb = rb;
     shape_copy(p.d, d);
     return A->dim == 2 ? shape_mpr_2d(&p, SHAPE_MPR_TOL * Rs) : shape_mpr_3d(&p, SHAPE_MPR_TOL * Rs);
+}
+
+CARLO_HD int shape_overlap(const shape_def *A, const shape_rot *ra, const shape_def *B,
+                           const shape_rot *rb, const double d[3])
+{
+    const int b = shape_overlap_bounds(A, B, d);
+    return b >= 0 ? b : shape_overlap_xeno(A, ra, B, rb, d);
 }
 
 /* The axis-aligned bounding box of the rotated shape about its centre: lo[a] .. hi[a]. A
@@ -561,6 +583,51 @@ CARLO_HD int shape_overlaps_around(const shape_def *s, const carlo_cell_grid *g,
     return 0;
 }
 
+/* The draws of move m of a sub-sweep in cell `cell` holding n particles: the particle i, a
+ * rotation (1) or a translation (0), the translation's unit vector u (3D rotations: their v),
+ * and in 2D a rotation's angle step. A function of (seed, step, cell, m) only, so that a kernel
+ * may make the draws of later moves ahead. */
+typedef struct shape_draw {
+    int i;
+    int rotation;
+    float u[3];
+    uint32_t turn;
+} shape_draw;
+
+CARLO_HD shape_draw shape_move_draw(int dim, int n, const shape_moves *mv, uint64_t seed, uint64_t step,
+                                    uint32_t cell, int m)
+{
+    const carlo_u32x4 r0 = carlo_rng(seed, SHAPE_PURPOSE_MOVE, step, cell, 2u * (uint32_t)m);
+    carlo_u32x4 r1 = r0;
+    if (dim == 3)
+        r1 = carlo_rng(seed, SHAPE_PURPOSE_MOVE, step, cell, 2u * (uint32_t)m + 1u);
+    shape_draw d;
+    d.i = (int)carlo_cell_below(r0.v[0], (uint32_t)n, seed, SHAPE_PURPOSE_MOVE, step, cell,
+                                0x40000000u | (uint32_t)m);
+    d.rotation = (int)(r0.v[1] >> 31);
+    d.u[0] = shape_sym_unit(r0.v[2]);
+    d.u[1] = shape_sym_unit(r0.v[3]);
+    d.u[2] = shape_sym_unit(r1.v[0]);
+    d.turn = 0u;
+    if (d.rotation && dim == 2)
+        d.turn = shape_turn_step(r0.v[2], mv->turn, seed, step, cell, 0x80000000u | (uint32_t)m);
+    return d;
+}
+
+/* Whether a particle at p (a neighbour's, in the frame of cell c of an orthorhombic grid) can
+ * pass shape_overlaps_around's circumsphere test against any point of c's box [0, w]: a kernel
+ * that leaves out the others for a whole sub-sweep takes the same decisions. The distances to
+ * the box, b, are exact floats below every |d| of a point of it, and the rounded sums of
+ * squares grow with their terms, so the test below fails wherever the kernel's does. */
+CARLO_HD int shape_reaches_cell(const shape_def *s, const carlo_cell_grid *g, const float p[3])
+{
+    double b[3] = {0.0, 0.0, 0.0};
+    for (int a = 0; a < 3; a++) /* z: 0 in 2D */
+        if (a < g->dim)
+            b[a] = p[a] < 0.0f ? (double)(-p[a]) : (p[a] > g->w[a] ? (double)(p[a] - g->w[a]) : 0.0);
+    return b[0] * b[0] + b[1] * b[1] + b[2] * b[2] < 4.0 * s->R * s->R;
+}
+
 /* One active cell: n_M trial moves, each of a particle of the cell chosen uniformly at random
  * (every move is then balanced on its own: the cell keeps its count, since a move that would
  * leave the cell is rejected), a translation or a rotation with equal probability. Adds the
@@ -578,32 +645,26 @@ CARLO_HD void shape_cell_update(const shape_def *s, const carlo_cell_grid *g, fl
     if (n > g->nmax)
         n = g->nmax;
     for (int m = 0; m < mv.moves; m++) {
-        const carlo_u32x4 r0 = carlo_rng(seed, SHAPE_PURPOSE_MOVE, step, cell, 2u * (uint32_t)m);
-        carlo_u32x4 r1 = r0;
-        if (dim == 3)
-            r1 = carlo_rng(seed, SHAPE_PURPOSE_MOVE, step, cell, 2u * (uint32_t)m + 1u);
-        const int i = (int)carlo_cell_below(r0.v[0], (uint32_t)n, seed, SHAPE_PURPOSE_MOVE, step, cell,
-                                            0x40000000u | (uint32_t)m);
-        const int rotation = (int)(r0.v[1] >> 31);
+        const shape_draw dr = shape_move_draw(dim, n, &mv, seed, step, cell, m);
+        const int i = dr.i, rotation = dr.rotation;
         float t[3] = {0.0f, 0.0f, 0.0f};
         uint32_t o[4] = {0u, 0u, 0u, 0u};
         for (int a = 0; a < dim; a++)
             t[a] = pos[carlo_cell_slot(g, c, i, a)];
         for (int k = 0; k < (dim == 2 ? 1 : 4); k++)
             o[k] = aux[carlo_cell_slot(g, c, i, 1 + k)];
-        const float u[3] = {shape_sym_unit(r0.v[2]), shape_sym_unit(r0.v[3]), shape_sym_unit(r1.v[0])};
         if (rotation) {
             if (dim == 2) {
-                o[0] += shape_turn_step(r0.v[2], mv.turn, seed, step, cell, 0x80000000u | (uint32_t)m);
+                o[0] += dr.turn;
             } else {
                 uint32_t q[4] = {o[0], o[1], o[2], o[3]};
-                shape_quat_turn(q, mv.rotate, u, o);
+                shape_quat_turn(q, mv.rotate, dr.u, o);
             }
             cnt[2]++;
         } else {
             int inside = 1;
             for (int a = 0; a < dim; a++) {
-                t[a] = t[a] + carlo_cell_quantize(g, mv.delta * u[a]);
+                t[a] = t[a] + carlo_cell_quantize(g, mv.delta * dr.u[a]);
                 inside &= t[a] >= 0.0f && t[a] < g->w[a];
             }
             cnt[0]++;

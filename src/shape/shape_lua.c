@@ -3,7 +3,7 @@
  * userdata "carlo.shape" of the system layer (system/system_lua.h), which gives them run,
  * sample, observe, snapshot, save, close. Here: the constructors' keys, the model's fields and
  * its own methods (sweep, substep, shift_cells, tune, overlaps, verify, psi, steinhardt,
- * nematic, png, pressure). */
+ * nematic, png, pressure, launch). */
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
@@ -894,11 +894,43 @@ static const char *load_device(const carlo_frame *f)
     return NULL;
 }
 
+/* sys:launch([{ team =, capped = }]) -> { team =, capped = }: the GPU lanes per active cell of a
+ * sub-sweep, 1 (one thread) or a team of 2, 4 or 8, and (3D teams) whether their registers are
+ * bounded for occupancy. For benchmarks only: every launch makes the same decisions (the chain
+ * never changes); set by hand, the tuner leaves it. */
+static int l_launch(lua_State *L)
+{
+    static const char *const keys[] = {"team", "capped", NULL};
+    const char *where = "shape:launch";
+    shape_system *s = check(L, 1);
+    const int given = !lua_isnoneornil(L, 2);
+    carlo_lua_optional_table(L, 2);
+    carlo_args_allowed(L, 2, where, keys);
+    const int now = s->team > 0 ? s->team : (s->dim == 2 ? 4 : 8);
+    const int team = (int)carlo_arg_int(L, 2, where, "team", 0, now, 1, 8);
+    if (team != 1 && team != 2 && team != 4 && team != 8)
+        return luaL_error(L, "%s: team must be 1, 2, 4 or 8 (GPU lanes per active cell; got %d)", where, team);
+    const int capped = carlo_arg_bool(L, 2, where, "capped", s->capped);
+    if (capped && s->dim == 2)
+        return luaL_error(L, "%s: capped is for 3D shapes (2D teams fit their registers already)", where);
+    if (given) {
+        s->team = team;
+        s->capped = capped;
+        s->tuner.fixed = 1;
+    }
+    lua_createtable(L, 0, 2);
+    carlo_lua_setint(L, "team", team);
+    lua_pushboolean(L, capped);
+    lua_setfield(L, -2, "capped");
+    return 1;
+}
+
 static const luaL_Reg methods[] = {
     {"sweep", l_sweep}, {"substep", l_substep}, {"shift_cells", l_shift_cells}, {"tune", l_tune},
     {"compress", l_compress},
     {"overlaps", l_overlaps}, {"verify", l_verify}, {"psi", l_psi},
-    {"steinhardt", l_steinhardt}, {"nematic", l_nematic}, {"png", l_png}, {NULL, NULL}};
+    {"steinhardt", l_steinhardt}, {"nematic", l_nematic}, {"png", l_png}, {"launch", l_launch},
+    {NULL, NULL}};
 
 const carlo_lua_model shape_lua_model = {
     .ops = &shape_ops,

@@ -474,10 +474,29 @@ static void op_destroy(carlo_sys *c)
     shape_destroy(SYS(c));
 }
 
+/* Launch shapes the tuner tries on the GPU (core/sys.h), the default first: lanes per active
+ * cell of a sub-sweep (cuda/shape.cu), a team of 4 in 2D and of 8 in 3D, then the other teams and
+ * one thread per cell; in 3D also teams of 8 and 4 with their registers bounded. */
+static const int TEAMS_2D[] = {4, 2, 8, 1}, TEAMS_3D[] = {8, 4, 2, 1, 8, 4};
+
+static int op_launch_candidates(const carlo_sys *c)
+{
+    return ((const shape_system *)c)->dim == 2 ? 4 : 6;
+}
+
+static int op_launch_pick(carlo_sys *c, int k)
+{
+    shape_system *s = SYS(c);
+    s->team = s->dim == 2 ? TEAMS_2D[k] : TEAMS_3D[k];
+    s->capped = s->dim == 3 && k >= 4;
+    return 0;
+}
+
 #define SHAPE_OPS                                                                              \
     .name = "shape", .unit = "sweeps", .advance = op_advance, .sync = op_sync,                 \
     .observables = op_observables, .observe = op_observe, .counts = op_counts, .frame = op_frame, \
-    .checkpoint = op_checkpoint, .restore = op_restore, .destroy = op_destroy
+    .checkpoint = op_checkpoint, .restore = op_restore, .destroy = op_destroy,                  \
+    .launch_candidates = op_launch_candidates, .launch_pick = op_launch_pick
 
 const carlo_ops shape_ops = {SHAPE_OPS};
 const carlo_ops shape_ops_npt = {SHAPE_OPS, .controls = npt_controls, .ncontrols = 1};

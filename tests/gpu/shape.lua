@@ -4,7 +4,9 @@
 -- checkpoint continued on the CPU; invariants after a longer run; NPT chains of pentagons and
 -- ellipsoids (the box and volume-move counts too); triclinic boxes: NVT pentagons and cubes in
 -- tilted boxes, NPT length and shear moves (box, tilts and counts too, a checkpoint continued on
--- the CPU). Prints the trial-move rate of each device (information, not a check).
+-- the CPU); every launch of a sub-sweep (one thread or a team of 2, 4, 8 lanes per cell, a
+-- team's list overflowing into the one-thread update). Prints the trial-move rate of each device
+-- (information, not a check).
 local carlo = require "carlo"
 local check = require "check"
 if not check.gpu_or_skip("gpu/shape/bitwise") then return end
@@ -187,4 +189,48 @@ do
   same_box("gpu/shape/bitwise-npt-triclinic-reduced", c, g)
   local ok, why = g:verify()
   check.ok("gpu/shape/triclinic-invariants", ok, why)
+end
+-- every launch of a sub-sweep (one thread per cell; teams of 2, 4 and 8 lanes sharing a cell's
+-- overlap tests) takes the CPU's decisions: dense pentagons, spheropentagons, dodecahedra,
+-- ellipsoids, cubes in a tilted box, and a dense cluster of dodecahedra in a box eight times
+-- its volume, whose crowded cells overflow the team's list (sized by the mean density) and go
+-- to the one-thread update; and the launch reads back as set
+do
+  local dod = carlo.shapes.dodecahedron.vertices
+  local start = carlo.hard_polyhedra{ vertices = dod, N = 256, phi = 0.3, seed = 14, device = "cpu" }
+  start:compress{ phi = 0.5, sweeps_between = 2 }
+  local snap = start:snapshot()
+  local L = snap.box
+  local cases = {
+    { "pentagons", carlo.hard_polygons, { vertices = pent.vertices, N = 4096, phi = 0.676, init = "hex", seed = 15,
+                                          delta = 0.05, rotate = 0.2 }, 30 },
+    { "spheropentagons", carlo.hard_polygons, { vertices = pent.vertices, sweep_radius = 0.1, N = 1024, phi = 0.5,
+                                                seed = 16 }, 30 },
+    { "dodecahedra", carlo.hard_polyhedra, { vertices = dod, init = snap, seed = 17, delta = 0.05, rotate = 0.1 }, 10 },
+    { "ellipsoids", carlo.hard_ellipsoids, { a = 1, b = 0.6, c = 0.4, N = 500, phi = 0.3, seed = 18 }, 20 },
+    { "tilted-cubes", carlo.hard_polyhedra, { vertices = carlo.shapes.cube.vertices, N = 1000,
+                                              box = { 13, 13.5, 14, xy = 0.2, xz = -0.3, yz = 0.45 }, init = "sc",
+                                              seed = 19 }, 20 },
+    { "overflow", carlo.hard_polyhedra, { vertices = dod, init = { position = snap.position, orientation = snap.orientation,
+                                          box = { 2 * L[1], 2 * L[2], 2 * L[3] } }, seed = 20, delta = 0.05,
+                                          rotate = 0.1 }, 10 },
+  }
+  for _, la in ipairs{ { team = 1 }, { team = 2 }, { team = 4 }, { team = 8 }, { team = 8, capped = true },
+                       { team = 4, capped = true } } do
+    for _, k in ipairs(cases) do
+      local name, ctor, args, sweeps = k[1], k[2], k[3], k[4]
+      local c, g = pair(ctor, args)
+      if not la.capped or g.dim == 3 then
+        local tag = ("team%d%s-%s"):format(la.team, la.capped and "-capped" or "", name)
+        local got = g:launch(la)
+        check.ok("gpu/shape/launch-" .. tag, got.team == la.team and g:launch().capped == (la.capped or false),
+          ("launch reads team %s"):format(tostring(got.team)))
+        c:run{ sweeps = sweeps }
+        g:run{ sweeps = sweeps }
+        same("gpu/shape/bitwise-" .. tag, c, g)
+      end
+      c:close()
+      g:close()
+    end
+  end
 end
