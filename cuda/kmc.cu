@@ -4,11 +4,12 @@
  * well: a second kernel compares the edge checksums and its last block accepts or rejects the
  * step and plans the next (the same kmc_ctrl_decide as the CPU), so a batch of steps is
  * queued without a round trip. A split system (decompose = true, carlo-mpi(7)) keeps its
- * rank's slab of tile rows with a halo tile row above and below: after each step its first
- * tile row and that row's up strips go to the rank above, its last tile row to the rank below,
- * staged through page-locked host memory; the step's sums are reduced over the ranks and
- * decided on the host (the same kmc_ctrl_decide), and an accepted step's rows that came in
- * become the halo rows. */
+ * rank's slab of tile rows with a halo tile row above and below: each step's sums and edge
+ * strips are gathered from every rank and the step decided on the host (the same
+ * kmc_ctrl_decide); an accepted step's first tile row goes to the rank above and its last to
+ * the rank below, staged through page-locked host memory, to become their halo rows. One host
+ * synchronisation a step (split_step): the rows travel while the next step's interior tile rows
+ * run. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,14 @@ const uint64_t BATCH_MAX = 256; /* steps queued per call: a call ends within a f
 struct kmc_acc {
     unsigned long long events, sim;
     unsigned int mismatch, overflow, ticket, pad;
-    /* a split system's step: the sums of this rank's tiles, for the host to reduce */
-    unsigned long long r_events, r_sim;
-    unsigned int r_mismatch, r_overflow;
+};
+
+/* What validate_kernel leaves a split system's host (gpu_impl's d_small, split_words
+ * words): the sums of the rank's tiles (events, simulated events, mismatch, overflow), the
+ * first own tile row's up strips and the last own row's down strips, which the host compares
+ * with the neighbours'. Null pointers: the whole lattice, decided on the device. */
+struct kmc_split_out {
+    unsigned long long *up, *down, *sums;
 };
 
 struct gpu_impl {
@@ -49,11 +55,16 @@ struct gpu_impl {
     int ntiles;         /* the tiles stepped: all, or a split system's own */
     int stored;         /* the tiles stored: all, or own plus two halo tile rows */
     kmc_slab sl;
-    /* a split system's exchange, on the device and page-locked on the host: to the rank above
-     * the first own tile row (states, draw counters, clocks: kmc_row_bytes) and the up strips
-     * of its tiles, to the rank below the last own tile row; and the step's sums */
+    /* a split system's exchange, on the device and page-locked on the host: the first own tile
+     * row (states, draw counters, clocks: kmc_row_bytes) to the rank above, the last to the rank
+     * below; in: the row below's, then the row above's */
     uint8_t *d_send, *d_recv, *h_send, *h_recv;
-    kmc_acc *h_acc;
+    /* the step's sums and edge strips (kmc_split_out), and every rank's after the gather */
+    unsigned long long *d_small, *h_small, *h_all;
+    kmc_ctrl *h_ctrl; /* the host's decision, uploaded from page-locked memory without a wait */
+    cudaStream_t edge; /* the edge tile rows' stream: halo rows in, step, rows out */
+    cudaEvent_t ev_start, ev_edge;
+    int rows_pending; /* the step just accepted: its edge rows still to go to the neighbours */
     int above, below;
 };
 
@@ -62,10 +73,11 @@ gpu_impl *impl(kmc_system *s) { return static_cast<gpu_impl *>(s->impl); }
 /* ---------- Algorithm 1: compare the strips, decide, plan ---------- */
 
 /* The step's sums over the tiles stepped; the last block decides (whole lattice) or leaves
- * them in acc->r_* for the host to reduce over the ranks (split). */
+ * them in so.sums for the host to reduce over the ranks (split: the last own tile row's down
+ * strips are compared on the host, the rank below's up strips being there). */
 __global__ void __launch_bounds__(VALIDATE_THREADS)
 validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl *ctrl,
-                kmc_acc *acc, const int ntiles, const kmc_slab sl)
+                kmc_acc *acc, const int ntiles, const kmc_slab sl, const kmc_split_out so)
 {
     if (ctrl->done)
         return;
@@ -74,7 +86,16 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
     unsigned long long ev = 0, sim = 0;
     int bad = 0, ovf = 0;
     if (own < ntiles) {
-        bad = !kmc_split_matches(g, out, T, sl.first);
+        if (so.sums) {
+            const int lt = T / g.ntc, tj = T - lt * g.ntc, last = ntiles / g.ntc;
+            bad = lt == last ? !kmc_right_matches(g, out, T) : !kmc_split_matches(g, out, T, 1);
+            if (lt == 1)
+                so.up[tj] = out[T].chk[KMC_EDGE_UP];
+            if (lt == last)
+                so.down[tj] = out[T].chk[KMC_EDGE_DOWN];
+        } else {
+            bad = !kmc_tile_matches(&g, out, T);
+        }
         ev = out[T].events;
         sim = out[T].sim;
         ovf = out[T].overflow != 0u;
@@ -121,11 +142,11 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
     const unsigned mm = atomicExch(&acc->mismatch, 0u);
     const unsigned of = atomicExch(&acc->overflow, 0u);
     atomicExch(&acc->ticket, 0u);
-    if (sl.first) {
-        acc->r_events = e;
-        acc->r_sim = sm;
-        acc->r_mismatch = mm;
-        acc->r_overflow = of;
+    if (so.sums) {
+        so.sums[0] = e;
+        so.sums[1] = sm;
+        so.sums[2] = mm;
+        so.sums[3] = of;
         return;
     }
     kmc_ctrl_decide(ctrl, e, sm, mm, of);
@@ -188,23 +209,41 @@ int pinned(void *p, size_t bytes, const char *what)
                         cudaGetErrorString(e));
 }
 
-/* A split system's exchange buffers and its neighbour ranks. */
+/* Words of a split system's sums and strips (kmc_split_out): 4 sums, then the up strips and the
+ * down strips of its ntc tile columns. */
+size_t split_words(const kmc_geom &g)
+{
+    return 4u + 2u * (size_t)g.ntc;
+}
+
+/* A split system's exchange buffers, its edge stream and its neighbour ranks. */
 int split_setup(kmc_system *s)
 {
     gpu_impl *g = impl(s);
-    const size_t bytes = 2 * kmc_row_bytes(s->geom) + sizeof(uint64_t) * (size_t)s->geom.ntc;
+    const size_t rows = 2 * kmc_row_bytes(s->geom), small = split_words(s->geom) * 8u;
     const int n = carlo_mpi_size(), p = carlo_mpi_rank();
     g->above = (p + n - 1) % n;
     g->below = (p + 1) % n;
-    CK_MALLOC(&g->d_send, bytes, "the KMC halo send buffer");
-    CK_MALLOC(&g->d_recv, bytes, "the KMC halo receive buffer");
-    if (pinned(&g->h_send, bytes, "the KMC halo send buffer") ||
-        pinned(&g->h_recv, bytes, "the KMC halo receive buffer") ||
-        pinned(&g->h_acc, sizeof(kmc_acc), "the KMC step sums"))
+    CK_MALLOC(&g->d_send, rows, "the KMC halo send buffer");
+    CK_MALLOC(&g->d_recv, rows, "the KMC halo receive buffer");
+    CK_MALLOC(&g->d_small, small, "the KMC step sums");
+    if (pinned(&g->h_send, rows, "the KMC halo send buffer") ||
+        pinned(&g->h_recv, rows, "the KMC halo receive buffer") ||
+        pinned(&g->h_small, small, "the KMC step sums") ||
+        pinned(&g->h_ctrl, sizeof(kmc_ctrl), "the KMC step control"))
         return -1;
+    /* the edge rows first: their blocks go ahead of the interior's still waiting, so the rows
+     * are on their way while the interior runs */
+    int least = 0, greatest = 0;
+    CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CK(cudaStreamCreateWithPriority(&g->edge, cudaStreamNonBlocking, greatest));
+    CK(cudaEventCreateWithFlags(&g->ev_start, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&g->ev_edge, cudaEventDisableTiming));
+    g->h_all = static_cast<unsigned long long *>(
+        carlo_malloc(carlo_mulsize((size_t)n, small), "the KMC step sums of every rank"));
     g->slab = carlo_malloc(carlo_mulsize((size_t)s->tile_rows * 64u * (size_t)s->geom.ntc, 8),
                            "a KMC slab");
-    return g->slab ? 0 : -1;
+    return g->slab && g->h_all ? 0 : -1;
 }
 
 int gpu_create(kmc_system *s)
@@ -270,7 +309,16 @@ void gpu_destroy(kmc_system *s)
     cudaFree(g->d_recv);
     cudaFreeHost(g->h_send);
     cudaFreeHost(g->h_recv);
-    cudaFreeHost(g->h_acc);
+    cudaFree(g->d_small);
+    cudaFreeHost(g->h_small);
+    cudaFreeHost(g->h_ctrl);
+    free(g->h_all);
+    if (g->edge)
+        cudaStreamDestroy(g->edge);
+    if (g->ev_start)
+        cudaEventDestroy(g->ev_start);
+    if (g->ev_edge)
+        cudaEventDestroy(g->ev_edge);
     free(g->host);
     free(g->slab);
     free(g);
@@ -388,63 +436,110 @@ int gpu_slab_states(kmc_system *s, int32_t *x)
     return 0;
 }
 
-/* One step of a split system, decided on the host from the sums over the ranks (as the CPU
- * split does). The step's first and last own tile rows go to the neighbours with the up strips
- * (one exchange, two host round trips a step); they become the halo rows if the step is
- * accepted (the rows of a rejected step, a few percent of them, travel for nothing). s->ctrl
- * is on the device when called and after. */
-int split_step(kmc_system *s, const kmc_model &md)
+/* Own tiles from .. to - 1 of a split system stepped on stream st. */
+int split_launch(kmc_system *s, const kmc_model &md, cudaStream_t st, int from, int to)
 {
     gpu_impl *g = impl(s);
-    kmc_ctrl *c = &s->ctrl;
-    const cudaStream_t st = cudaStreamPerThread;
-    const int tpb = s->tiles_per_block, ntc = s->geom.ntc, rows = s->tile_rows;
-    const unsigned step_blocks = (unsigned)((g->ntiles + tpb - 1) / tpb);
-    const uint64_t k = c->accepted + c->rejected;
-    const size_t row = kmc_row_bytes(s->geom), w = sizeof(uint64_t), pitch = sizeof(kmc_tile_out);
-    const size_t up = row + w * (size_t)ntc; /* to the rank above: first row, then up strips */
-    step_kernel<<<step_blocks, (unsigned)(32 * tpb), step_smem(s, tpb), st>>>(
-        s->geom, md, s->seed, g->b, g->ctrl, g->out, g->ntiles, g->sl);
+    const int tpb = s->tiles_per_block;
+    step_kernel<<<(unsigned)((to - from + tpb - 1) / tpb), (unsigned)(32 * tpb), step_smem(s, tpb),
+                  st>>>(s->geom, md, s->seed, g->b, g->ctrl, g->out, to, g->sl, from);
     CK_LAUNCH("step_kernel");
-    halo_pack_kernel<<<(unsigned)((2 * ntc * 64 + 255) / 256), 256, 0, st>>>(
-        s->geom, g->b, g->b.where[k & 1], rows, g->d_send, g->d_send + up);
-    CK_LAUNCH("halo_pack_kernel");
-    CK(cudaMemcpy2DAsync(g->d_send + row, w, &g->out[ntc].chk[KMC_EDGE_UP], pitch, w, (size_t)ntc,
-                         cudaMemcpyDeviceToDevice, st));
-    CK(cudaMemcpyAsync(g->h_send, g->d_send, up + row, cudaMemcpyDeviceToHost, st));
-    CK(cudaStreamSynchronize(st));
-    if (carlo_interrupted)
-        return 0; /* not decided: the accepted state stays */
-    uint8_t *const send[2] = {g->h_send, g->h_send + up};
-    uint8_t *const recv[2] = {g->h_recv, g->h_recv + up}; /* from below, from above */
-    const int bytes[2] = {(int)up, (int)row}, dest[2] = {g->above, g->below},
+    return 0;
+}
+
+/* The last accepted step's first and last own tile rows to the neighbours, theirs into the halo
+ * tile rows (queued on st). Every rank calls it at the same step: they all decided alike. */
+int split_rows_in(kmc_system *s, cudaStream_t st)
+{
+    gpu_impl *g = impl(s);
+    const size_t row = kmc_row_bytes(s->geom);
+    uint8_t *const send[2] = {g->h_send, g->h_send + row};
+    uint8_t *const recv[2] = {g->h_recv, g->h_recv + row}; /* from below, from above */
+    const int bytes[2] = {(int)row, (int)row}, dest[2] = {g->above, g->below},
               src[2] = {g->below, g->above};
+    g->rows_pending = 0;
     if (carlo_mpi_exchange2(send, bytes, dest, recv, bytes, src, 40))
         return -1;
-    /* the rank below's up strips, for the last own row's down strips */
-    CK(cudaMemcpy2DAsync(&g->out[(rows + 1) * ntc].chk[KMC_EDGE_UP], pitch, g->h_recv + row, w, w,
-                         (size_t)ntc, cudaMemcpyHostToDevice, st));
-    const unsigned vblocks = (unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS);
-    validate_kernel<<<vblocks, VALIDATE_THREADS, 0, st>>>(s->geom, g->out, g->ctrl, g->acc,
-                                                          g->ntiles, g->sl);
-    CK_LAUNCH("validate_kernel");
-    CK(cudaMemcpyAsync(g->h_acc, g->acc, sizeof(kmc_acc), cudaMemcpyDeviceToHost, st));
-    CK(cudaStreamSynchronize(st));
-    /* every rank decides the same from the sums over all of them */
-    int64_t sums[4] = {(int64_t)g->h_acc->r_events, (int64_t)g->h_acc->r_sim,
-                       (int64_t)g->h_acc->r_mismatch, (int64_t)g->h_acc->r_overflow};
-    if (carlo_mpi_sum_i64(sums, 4))
-        return -1;
-    kmc_ctrl_decide(c, (uint64_t)sums[0], (uint64_t)sums[1], sums[2] != 0, sums[3] != 0);
-    CK(cudaMemcpyAsync(g->ctrl, c, sizeof(kmc_ctrl), cudaMemcpyHostToDevice, st));
-    if (!c->last_accepted)
-        return 0; /* a rejected step kept the old state, and the halos hold it */
-    /* the neighbours' new rows into the halo rows, queued before the next step */
-    CK(cudaMemcpyAsync(g->d_recv, g->h_recv, up + row, cudaMemcpyHostToDevice, st));
-    halo_unpack_kernel<<<(unsigned)((2 * ntc + 7) / 8), 256, 0, st>>>(s->geom, g->b, rows, g->d_recv,
-                                                                     g->d_recv + up);
+    CK(cudaMemcpyAsync(g->d_recv, g->h_recv, 2 * row, cudaMemcpyHostToDevice, st));
+    halo_unpack_kernel<<<(unsigned)((2 * s->geom.ntc + 7) / 8), 256, 0, st>>>(
+        s->geom, g->b, s->tile_rows, g->d_recv, g->d_recv + row);
     CK_LAUNCH("halo_unpack_kernel");
     return 0;
+}
+
+/* One step of a split system, decided on the host from the sums over the ranks (as the CPU
+ * split does), with one host synchronisation. The interior tile rows (2 .. rows - 1 of the
+ * stored ones), which read no halo row, run on the step's stream while the last accepted
+ * step's edge rows cross to the neighbours and, on the edge stream, fill the halo rows; then
+ * the two edge tile rows run and are packed and brought to the host (they become the
+ * neighbours' halo rows if this step is accepted). The sums and the edge strips of every rank
+ * reach every rank in one gather; each compares every rank's last row's down strips with the
+ * next rank's up strips, so all decide the same. s->ctrl is on the device when called and
+ * after; an accepted step's rows are sent by the next step or split_flush. */
+int split_step(kmc_system *s, const kmc_model &md)
+{
+    typedef unsigned long long u64;
+    gpu_impl *g = impl(s);
+    kmc_ctrl *c = &s->ctrl;
+    const cudaStream_t st = cudaStreamPerThread, es = g->edge;
+    const int ntc = s->geom.ntc, rows = s->tile_rows, R = carlo_mpi_size();
+    const uint64_t k = c->accepted + c->rejected;
+    const size_t row = kmc_row_bytes(s->geom), words = split_words(s->geom);
+    const kmc_split_out so = {g->d_small + 4, g->d_small + 4 + ntc, g->d_small};
+    /* the edge stream starts after what the step's stream holds: this step's control, the maps */
+    CK(cudaEventRecord(g->ev_start, st));
+    CK(cudaStreamWaitEvent(es, g->ev_start, 0));
+    if (rows > 2 && split_launch(s, md, st, ntc, (rows - 1) * ntc))
+        return -1;
+    /* while the interior runs: the last step's rows, if it was accepted (no halo tile is read
+     * or written by the interior tiles) */
+    if (g->rows_pending && split_rows_in(s, es))
+        return -1;
+    if (split_launch(s, md, es, 0, ntc) || (rows > 1 && split_launch(s, md, es, (rows - 1) * ntc, rows * ntc)))
+        return -1;
+    halo_pack_kernel<<<(unsigned)((2 * ntc * 64 + 255) / 256), 256, 0, es>>>(
+        s->geom, g->b, g->b.where[k & 1], rows, g->d_send, g->d_send + row);
+    CK_LAUNCH("halo_pack_kernel");
+    CK(cudaMemcpyAsync(g->h_send, g->d_send, 2 * row, cudaMemcpyDeviceToHost, es));
+    CK(cudaEventRecord(g->ev_edge, es));
+    /* every tile stepped, the rows on their way: the sums and strips */
+    CK(cudaStreamWaitEvent(st, g->ev_edge, 0));
+    validate_kernel<<<(unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS),
+                      VALIDATE_THREADS, 0, st>>>(s->geom, g->out, g->ctrl, g->acc, g->ntiles, g->sl, so);
+    CK_LAUNCH("validate_kernel");
+    CK(cudaMemcpyAsync(g->h_small, g->d_small, words * 8u, cudaMemcpyDeviceToHost, st));
+    /* the step's one wait (both streams: st waited for the edge stream's last copy) */
+    CK(cudaStreamSynchronize(st));
+    if (carlo_interrupted)
+        return 0; /* not decided: the accepted state stays, and the halo rows hold it */
+    if (carlo_mpi_allgather_u8(reinterpret_cast<const uint8_t *>(g->h_small), (int)(words * 8u),
+                               reinterpret_cast<uint8_t *>(g->h_all)))
+        return -1;
+    /* every rank decides the same from every rank's sums and strips: rank r's last row lies
+     * above rank r + 1's first (periodic) */
+    u64 ev = 0, sim = 0, bad = 0, ovf = 0;
+    for (int r = 0; r < R; r++) {
+        const u64 *a = g->h_all + (size_t)r * words, *b = g->h_all + (size_t)((r + 1) % R) * words;
+        ev += a[0];
+        sim += a[1];
+        bad |= a[2];
+        ovf |= a[3];
+        for (int tj = 0; tj < ntc; tj++)
+            bad |= a[4 + ntc + tj] != b[4 + tj];
+    }
+    kmc_ctrl_decide(c, ev, sim, bad != 0, ovf != 0);
+    /* queued, not waited for: h_ctrl is written again only after the next step's wait */
+    *g->h_ctrl = *c;
+    CK(cudaMemcpyAsync(g->ctrl, g->h_ctrl, sizeof(kmc_ctrl), cudaMemcpyHostToDevice, st));
+    g->rows_pending = c->last_accepted != 0; /* a rejected step kept the old state: the halos hold it */
+    return 0;
+}
+
+/* The halo rows of the accepted state, where a batch of steps ends (the next one, a gather or a
+ * checkpoint reads them). */
+int split_flush(kmc_system *s)
+{
+    return impl(s)->rows_pending ? split_rows_in(s, cudaStreamPerThread) : 0;
 }
 
 int gpu_advance(kmc_system *s, uint64_t budget)
@@ -458,6 +553,7 @@ int gpu_advance(kmc_system *s, uint64_t budget)
     const unsigned validate_blocks = (unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS);
     const uint64_t n = budget < BATCH_MAX ? budget : BATCH_MAX;
     const size_t smem = step_smem(s, tpb);
+    const kmc_split_out whole = {nullptr, nullptr, nullptr}; /* decided on the device */
     kmc_model md = s->model; /* its rates as they are now (controls change them) */
     md.config = g->configs;
     md.event = g->events;
@@ -472,13 +568,15 @@ int gpu_advance(kmc_system *s, uint64_t budget)
         for (uint64_t k = 0; k < budget && !s->ctrl.done && !carlo_interrupted; k++)
             if (split_step(s, md))
                 return -1;
+        if (split_flush(s))
+            return -1;
     } else {
         for (uint64_t k = 0; k < n; k++) {
             step_kernel<<<step_blocks, (unsigned)(32 * tpb), smem>>>(s->geom, md, s->seed, g->b,
                                                                      g->ctrl, g->out, g->ntiles, g->sl);
             CK_LAUNCH("step_kernel");
             validate_kernel<<<validate_blocks, VALIDATE_THREADS>>>(s->geom, g->out, g->ctrl, g->acc,
-                                                                   g->ntiles, g->sl);
+                                                                   g->ntiles, g->sl, whole);
             CK_LAUNCH("validate_kernel");
         }
     }

@@ -66,16 +66,19 @@ static __device__ __forceinline__ double warp_min(double v)
 
 /* ---------- Algorithm 2: one step of every tile ---------- */
 
+/* The own tiles first_own .. ntiles - 1, one warp each (a split system steps its interior tile
+ * rows and its edge rows in separate launches: tiles read only the state before the step, so
+ * the launches may run in any order or at once). */
 static __global__ void __launch_bounds__(256)
 step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc_gpu_buffers b,
             const kmc_ctrl *__restrict__ ctrl, kmc_tile_out *__restrict__ out, const int ntiles,
-            const kmc_slab sl)
+            const kmc_slab sl, const int first_own = 0)
 {
     if (ctrl->done)
         return;
     const double t_end = ctrl->t_end;
     const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5);
-    const int own = (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
+    const int own = first_own + (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
     if (own >= ntiles)
         return; /* whole warps only; nothing below synchronises the block */
     /* T, lt: the stored tile and tile row; ti: the global tile row */
@@ -290,6 +293,15 @@ settle_kernel(const kmc_gpu_buffers b, const kmc_ctrl *__restrict__ ctrl, const 
     }
 }
 
+/* Whether stored tile T's right strip agrees with its right neighbour's (the same tile row). */
+static __host__ __device__ __forceinline__ int kmc_right_matches(const kmc_geom &g,
+                                                                const kmc_tile_out *out, int T)
+{
+    const int lt = T / g.ntc, tj = T - lt * g.ntc;
+    const int right = lt * g.ntc + (tj + 1 == g.ntc ? 0 : tj + 1);
+    return out[T].chk[KMC_EDGE_RIGHT] == out[right].chk[KMC_EDGE_LEFT];
+}
+
 /* Whether stored tile T's strips agree with its down and right neighbours': on a slab the tile
  * below the last own row is the bottom halo row's, whose up strips the rank below sent. */
 static __host__ __device__ __forceinline__ int kmc_split_matches(const kmc_geom &g,
@@ -298,10 +310,8 @@ static __host__ __device__ __forceinline__ int kmc_split_matches(const kmc_geom 
 {
     if (!split)
         return kmc_tile_matches(&g, out, T);
-    const int lt = T / g.ntc, tj = T - lt * g.ntc;
-    const int right = lt * g.ntc + (tj + 1 == g.ntc ? 0 : tj + 1);
     return out[T].chk[KMC_EDGE_DOWN] == out[T + g.ntc].chk[KMC_EDGE_UP] &&
-           out[T].chk[KMC_EDGE_RIGHT] == out[right].chk[KMC_EDGE_LEFT];
+           kmc_right_matches(g, out, T);
 }
 
 /* ---------- a split system's halo tile rows ---------- */

@@ -182,6 +182,16 @@ int carlo_mpi_allgatherv_u8(const uint8_t *mine, int n, uint8_t *all, const int 
     return 0;
 }
 
+int carlo_mpi_allgather_u8(const uint8_t *mine, int n, uint8_t *all)
+{
+    if (active())
+        return check(MPI_Allgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, MPI_COMM_WORLD),
+                     "MPI_Allgather");
+    if (n > 0 && all != mine)
+        memmove(all, mine, (size_t)n);
+    return 0;
+}
+
 int carlo_mpi_allgather_rows(const uint8_t *mine, int nrows, uint8_t *all, const int *counts,
                              int rowbytes)
 {

@@ -42,6 +42,8 @@ int carlo_mpi_allgatherv_f64(const double *mine, int n, double *all, const int *
 int carlo_mpi_allgather_int(int mine, int *counts);
 /* Bytes: the same as allgatherv_f64 (counts in bytes). */
 int carlo_mpi_allgatherv_u8(const uint8_t *mine, int n, uint8_t *all, const int *counts);
+/* n bytes from every rank (the same n on all), in rank order: all holds size n bytes. */
+int carlo_mpi_allgather_u8(const uint8_t *mine, int n, uint8_t *all);
 /* Rows of rowbytes bytes: rank r's counts[r] rows follow rank r - 1's in all (a lattice's row
  * slabs gathered into the whole lattice on every rank; counts in rows, so sizes stay ints). */
 int carlo_mpi_allgather_rows(const uint8_t *mine, int nrows, uint8_t *all, const int *counts,

@@ -46,6 +46,13 @@ int carlo_mpi_allgatherv_u8(const uint8_t *mine, int n, uint8_t *all, const int 
     return 0;
 }
 
+int carlo_mpi_allgather_u8(const uint8_t *mine, int n, uint8_t *all)
+{
+    if (n > 0 && all != mine)
+        memmove(all, mine, (size_t)n);
+    return 0;
+}
+
 int carlo_mpi_allgather_rows(const uint8_t *mine, int nrows, uint8_t *all, const int *counts,
                              int rowbytes)
 {
