@@ -25,10 +25,10 @@ __global__ void clear_kernel(carlo_cell_grid g, carlo_cell_data d)
  * shift's chunks in registers); 0: read from the grid. */
 template <int DIM, int NAUX>
 __global__ void shift_kernel(carlo_cell_grid g, carlo_cell_data src, carlo_cell_data dst,
-                             carlo_cell_shift sh, unsigned int *flag)
+                             carlo_cell_shift sh, int64_t c0, int64_t c1, unsigned int *flag)
 {
-    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= g.ncells)
+    const int64_t c = c0 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= c1)
         return;
     int xyz[3];
     carlo_cell_coords(&g, c, xyz);
@@ -41,11 +41,11 @@ __global__ void shift_kernel(carlo_cell_grid g, carlo_cell_data src, carlo_cell_
 template <int DIM, int NMAX, int NAUX>
 __global__ void __launch_bounds__(STAGED_THREADS) shift_staged_kernel(carlo_cell_grid g, carlo_cell_data src,
                                                                      carlo_cell_data dst, carlo_cell_shift sh,
-                                                                     unsigned int *flag)
+                                                                     int64_t c0, int64_t c1, unsigned int *flag)
 {
     __shared__ uint32_t scratch[((DIM + NAUX) * NMAX + 1) * STAGED_THREADS];
-    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < g.ncells && carlo_cell_shift_staged(g, src, dst, sh, c, scratch, DIM, NAUX, NMAX, 1) > NMAX)
+    const int64_t c = c0 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < c1 && carlo_cell_shift_staged(g, src, dst, sh, c, scratch, DIM, NAUX, NMAX, 1) > NMAX)
         atomicOr(flag, 1u);
 }
 
@@ -116,19 +116,30 @@ int carlo_cells_dev_shift(const carlo_cell_grid *g, const carlo_cell_data *src,
                           const carlo_cell_data *dst, carlo_cell_shift sh, unsigned int *flag,
                           cudaStream_t stream)
 {
+    return carlo_cells_dev_shift_range(g, src, dst, sh, 0, g->ncells, flag, stream);
+}
+
+int carlo_cells_dev_shift_range(const carlo_cell_grid *g, const carlo_cell_data *src,
+                                const carlo_cell_data *dst, carlo_cell_shift sh, int64_t c0, int64_t c1,
+                                unsigned int *flag, cudaStream_t stream)
+{
+    if (c1 <= c0)
+        return 0;
+    const int64_t n = c1 - c0;
     if (g->naux == 1 && ((g->dim == 2 && g->nmax == 4) || (g->dim == 3 && g->nmax == 12))) {
         /* the hard-particle grids */
-        const unsigned blocks = (unsigned)((g->ncells + STAGED_THREADS - 1) / STAGED_THREADS);
+        const unsigned blocks = (unsigned)((n + STAGED_THREADS - 1) / STAGED_THREADS);
         if (g->dim == 2)
-            shift_staged_kernel<2, 4, 1><<<blocks, STAGED_THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);
+            shift_staged_kernel<2, 4, 1><<<blocks, STAGED_THREADS, 0, stream>>>(*g, *src, *dst, sh, c0, c1, flag);
         else
-            shift_staged_kernel<3, 12, 1><<<blocks, STAGED_THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);
+            shift_staged_kernel<3, 12, 1><<<blocks, STAGED_THREADS, 0, stream>>>(*g, *src, *dst, sh, c0, c1, flag);
         CK(cudaGetLastError());
         return 0;
     }
-    void (*k)(carlo_cell_grid, carlo_cell_data, carlo_cell_data, carlo_cell_shift, unsigned int *) =
+    void (*k)(carlo_cell_grid, carlo_cell_data, carlo_cell_data, carlo_cell_shift, int64_t, int64_t,
+              unsigned int *) =
         g->naux != 1 ? shift_kernel<0, 0> : (g->dim == 2 ? shift_kernel<2, 1> : shift_kernel<3, 1>);
-    k<<<blocks_for(g->ncells), THREADS, 0, stream>>>(*g, *src, *dst, sh, flag);
+    k<<<blocks_for(n), THREADS, 0, stream>>>(*g, *src, *dst, sh, c0, c1, flag);
     CK(cudaGetLastError());
     return 0;
 }

@@ -70,6 +70,11 @@ int carlo_cells_dev_download(const carlo_cell_grid *g, const carlo_cell_data *de
 int carlo_cells_dev_shift(const carlo_cell_grid *g, const carlo_cell_data *src,
                           const carlo_cell_data *dst, carlo_cell_shift sh, unsigned int *flag,
                           cudaStream_t stream);
+/* The same for cells [c0, c1) only (a slab of a grid split over MPI ranks): the other cells of
+ * dst are left as they are, and only the cells shifted can flag an overflow. */
+int carlo_cells_dev_shift_range(const carlo_cell_grid *g, const carlo_cell_data *src,
+                                const carlo_cell_data *dst, carlo_cell_shift sh, int64_t c0, int64_t c1,
+                                unsigned int *flag, cudaStream_t stream);
 
 /* Scale by lam and re-cut into grid ng (one thread per new cell). */
 int carlo_cells_dev_regrid(const carlo_cell_grid *og, const carlo_cell_data *src,

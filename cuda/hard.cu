@@ -10,6 +10,7 @@
 extern "C" {
 #include "core/error.h"
 #include "hard/hard.h"
+#include "hard/hard_mpi.h"
 }
 #include "cells.h"
 #include "check.h"
@@ -33,9 +34,16 @@ struct gpu_impl {
     size_t hist_len;
     size_t smem_max;                      /* shared memory a block may have (opt-in limit) */
     double *sites;                        /* the tether's sites (N x 3), when set */
+    /* a split system (hard_mpi.h): a host copy of the grid, of which only the layers exchanged
+     * (and, for a gather, the rank's own) are ever current */
+    carlo_cell_data mirror;
+    carlo_cell_grid mirror_grid;
+    void *pinned[3];                      /* its arrays as page-locked (registered), or NULL */
+    void *pin_tried[3];                   /* the arrays a registration was tried for */
 };
 
 gpu_impl *impl(hard_system *s) { return static_cast<gpu_impl *>(s->impl); }
+void mirror_unpin(gpu_impl *g);
 
 constexpr unsigned FULL_WARP = 0xffffffffu;
 
@@ -55,19 +63,21 @@ __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
  * th (Frenkel-Ladd runs) decides each move before its overlap tests, as on the CPU; without,
  * th is never read and the kernel is the untethered one. With SKEW (a triclinic box; only with
  * CACHE = GATHER = TETHER = 0), the overlap tests take the tilts of mv; without, the kernel is
- * the orthorhombic one, tilts never read. */
+ * the orthorhombic one, tilts never read. Only the active cells whose coordinate along the last
+ * axis (y in 2D, z in 3D) is 2 k + parity with k in [h0, h1) are updated (a split system's slab;
+ * 0 and g.half[dim - 1] for the whole grid). */
 template <int DIM, int NMAX, int CACHE, int GATHER, int TETHER, int SKEW = 0>
 __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_cell_grid g, float *pos,
                                                         const uint32_t *__restrict__ count, int set,
                                                         hard_moves mv, uint64_t seed, uint64_t step,
-                                                        dev_counters *ctr, hard_tether th)
+                                                        dev_counters *ctr, hard_tether th, int h0, int h1)
 {
     extern __shared__ float nb_shared[];
     const int a = blockIdx.x * blockDim.x + threadIdx.x;
-    const int b = blockIdx.y * blockDim.y + threadIdx.y;
-    const int c = blockIdx.z;
+    const int b = blockIdx.y * blockDim.y + threadIdx.y + (DIM == 2 ? h0 : 0);
+    const int c = blockIdx.z + (DIM == 3 ? h0 : 0);
     unsigned int tried = 0, accepted = 0;
-    if (a < g.half[0] && b < g.half[1]) {
+    if (a < g.half[0] && b < (DIM == 2 ? h1 : g.half[1])) {
         const int xyz[3] = {2 * a + (set & 1), 2 * b + (set >> 1 & 1), DIM == 3 ? 2 * c + (set >> 2 & 1) : 0};
         const int threads = (int)(blockDim.x * blockDim.y);
         float *nb = GATHER ? nb_shared + threadIdx.x + threadIdx.y * blockDim.x : NULL;
@@ -92,7 +102,8 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
  * Metropolis uniforms of moves l, l + T, ... and their logarithms ahead, with the displacements,
  * and the offsets of those moves' sites (carlo_tether_offset), so neither a draw nor a site's
  * load waits inside a move; the tags of the cell's particles sit in shared memory.
- * Without TETHER, th is never read. */
+ * Without TETHER, th is never read. Only the active cells t in [h0 p, h1 p) are updated, p the
+ * active cells of one layer (subsweep_kernel's h0 and h1). */
 #define HARD_TEAM_THREADS 128
 
 template <int DIM, int NMAX, int T, int TETHER>
@@ -100,7 +111,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
                                                                 const uint32_t *__restrict__ count,
                                                                 int set, hard_moves mv, uint64_t seed,
                                                                 uint64_t step, dev_counters *ctr,
-                                                                hard_tether th)
+                                                                hard_tether th, int h0, int h1)
 {
     constexpr int LIST = (DIM == 3 ? 48 : 24) / T; /* list entries per lane: about twice the need */
     __shared__ float own_s[HARD_TEAM_THREADS / T][NMAX][DIM];
@@ -108,11 +119,12 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
     __shared__ uint32_t tag_s[TETHER ? HARD_TEAM_THREADS / T : 1][TETHER ? NMAX : 1];
     const int lane = threadIdx.x & 31, tl = threadIdx.x % T, team = threadIdx.x / T;
     const int lead = lane & ~(T - 1);
-    const int64_t t = (int64_t)blockIdx.x * (HARD_TEAM_THREADS / T) + team;
+    const int64_t per = carlo_cell_set_size(&g) / g.half[DIM - 1]; /* active cells a layer */
+    const int64_t t = (int64_t)h0 * per + (int64_t)blockIdx.x * (HARD_TEAM_THREADS / T) + team;
     unsigned int tried = 0, accepted = 0;
     int n = 0, xyz[3] = {0, 0, 0};
     int64_t c = 0;
-    if (t < carlo_cell_set_size(&g)) {
+    if (t < (int64_t)h1 * per) {
         carlo_cell_active(&g, set, t, xyz);
         c = carlo_cell_index(&g, xyz[0], xyz[1], xyz[2]);
         n = (int)count[c];
@@ -329,8 +341,12 @@ void gpu_destroy(hard_system *s)
     gpu_impl *g = impl(s);
     if (!g)
         return;
+    if (g->mirror.pos)
+        cudaDeviceSynchronize(); /* no copy up from the host copy in flight */
     carlo_cells_dev_free(&g->cur);
     carlo_cells_dev_free(&g->spare);
+    mirror_unpin(g);
+    carlo_cell_data_free(&g->mirror);
     cudaFree(g->sites);
     cudaFree(g->ctr);
     cudaFree(g->hist);
@@ -338,22 +354,146 @@ void gpu_destroy(hard_system *s)
     s->impl = NULL;
 }
 
+/* n rows of width bytes, pitch bytes apart, between host and device: one strided copy (a
+ * pitch too large for one goes row by row), queued on the calling thread's stream behind the
+ * kernels. From page-locked host memory the call does not wait: a copy down is complete only
+ * after a synchronisation of the stream, and the host memory of a copy up must not change
+ * before one (the next exchange synchronises after its copies down, before it writes). */
+int rows_copy(void *dst, const void *src, size_t pitch, size_t width, size_t n, cudaMemcpyKind kind)
+{
+    if (n == 0 || width == 0)
+        return 0;
+    if (pitch < ((size_t)1 << 31)) {
+        CK(cudaMemcpy2DAsync(dst, pitch, src, pitch, width, n, kind, cudaStreamPerThread));
+        return 0;
+    }
+    for (size_t r = 0; r < n; r++)
+        CK(cudaMemcpyAsync(static_cast<char *>(dst) + r * pitch, static_cast<const char *>(src) + r * pitch, width,
+                           kind, cudaStreamPerThread));
+    return 0;
+}
+
+/* Layers [k0, k0 + nk) along the last axis of grid gr, from the device storage to the host
+ * storage (down) or back: a layer is a contiguous run of cells in each (plane, slot) row of
+ * the three arrays, one strided copy each. */
+int layers_copy(const carlo_cell_grid *gr, const carlo_cell_data *dev, const carlo_cell_data *host, int k0,
+                int nk, bool down)
+{
+    if (nk <= 0)
+        return 0;
+    const size_t lc = (size_t)(gr->ncells / gr->m[gr->dim - 1]), at = (size_t)k0 * lc;
+    const size_t width = (size_t)nk * lc * 4, pitch = (size_t)gr->ncells * 4;
+    const cudaMemcpyKind kind = down ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+    const size_t planes[3] = {1, (size_t)gr->dim * (size_t)gr->nmax, (size_t)gr->naux * (size_t)gr->nmax};
+    void *const h[3] = {host->count + at, host->pos + at, gr->naux ? host->aux + at : NULL};
+    void *const d[3] = {dev->count + at, dev->pos + at, gr->naux ? dev->aux + at : NULL};
+    for (int k = 0; k < 3; k++)
+        if (planes[k] && rows_copy(down ? h[k] : d[k], down ? d[k] : h[k], pitch, width, planes[k], kind))
+            return -1;
+    return 0;
+}
+
+void mirror_unpin(gpu_impl *g)
+{
+    for (int k = 0; k < 3; k++)
+        if (g->pinned[k]) {
+            cudaHostUnregister(g->pinned[k]);
+            g->pinned[k] = NULL;
+        }
+    memset(g->pin_tried, 0, sizeof g->pin_tried);
+    (void)cudaGetLastError();
+}
+
+/* The host copy of a split system's grid, made fit for s->grid, and page-locked where the
+ * system allows (the layer copies then go straight, without a staging copy by the driver;
+ * pageable memory, slower, where it does not). */
+int mirror_fit(hard_system *s)
+{
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid &h = g->mirror_grid, &n = s->grid;
+    if (g->mirror.pos && (h.dim != n.dim || h.ncells != n.ncells || h.nmax != n.nmax || h.naux != n.naux)) {
+        CK(cudaStreamSynchronize(cudaStreamPerThread)); /* no copy from the old one in flight */
+        mirror_unpin(g); /* the fit frees and allocates afresh */
+    }
+    if (carlo_cell_data_fit(&g->mirror, &g->mirror_grid, &s->grid))
+        return -1;
+    void *const a[3] = {g->mirror.pos, g->mirror.aux, g->mirror.count};
+    const size_t bytes[3] = {carlo_cells_pos_len(&n) * sizeof(float), carlo_cells_aux_len(&n) * sizeof(uint32_t),
+                             (size_t)n.ncells * sizeof(uint32_t)};
+    for (int k = 0; k < 3; k++)
+        if (a[k] && bytes[k] && g->pin_tried[k] != a[k]) {
+            g->pin_tried[k] = a[k];
+            if (cudaHostRegister(a[k], bytes[k], cudaHostRegisterDefault) == cudaSuccess)
+                g->pinned[k] = a[k];
+            else
+                (void)cudaGetLastError(); /* not sticky: the copies go through pageable memory */
+        }
+    return 0;
+}
+
+/* The layers out[0..1] (those >= 0) of the device down to the host copy, or in[0..1] up. */
+int edges_copy(hard_system *s, const int k[2], bool down)
+{
+    gpu_impl *g = impl(s);
+    for (int j = 0; j < 2; j++)
+        if (k[j] >= 0 && layers_copy(&s->grid, &g->cur, &g->mirror, k[j], 1, down))
+            return -1;
+    return 0;
+}
+
+/* A split system after a set of parity bit along the split axis (bit -1: after a shift along
+ * it): its edge layers down to the host copy, exchanged there by hard_mpi.c (the CPU's very
+ * exchange), the halo layers received up to the device. On one rank too (the layers come back
+ * to where they were): a split over one rank measures the staging's cost. */
+int split_halos(hard_system *s, int bit)
+{
+    int out[2], in[2];
+    hard_split_edge_layers(s, bit, out, in);
+    if (mirror_fit(s) || edges_copy(s, out, true))
+        return -1;
+    CK(cudaStreamSynchronize(cudaStreamPerThread)); /* the edges down, the last halos up */
+    if (hard_split_exchange(s, &impl(s)->mirror, bit))
+        return -1;
+    return edges_copy(s, in, false); /* the next kernels, queued behind, see them */
+}
+
+/* Every layer of a split system current on this rank's device: its own layers down, gathered
+ * on the host copy from every rank (hard_split_gather), the whole grid up. A no-op when the
+ * grid is whole already (after an upload, a gather or a trial of the whole grid). */
+int split_gather(hard_system *s)
+{
+    hard_split *p = s->split;
+    if (!p || p->full || p->ranks == 1)
+        return 0;
+    gpu_impl *g = impl(s);
+    if (mirror_fit(s) || layers_copy(&s->grid, &g->cur, &g->mirror, p->lo, p->hi - p->lo, true))
+        return -1;
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
+    if (hard_split_gather(s, &g->mirror))
+        return -1;
+    return carlo_cells_dev_upload(&s->grid, &g->cur, &g->mirror);
+}
+
 int gpu_upload(hard_system *s, const carlo_cell_data *h)
 {
     gpu_impl *g = impl(s);
     if (shape_for(&g->cur, &g->cur_grid, &s->grid))
         return -1;
+    if (s->split) /* every rank uploads the whole system */
+        s->split->full = 1;
     return carlo_cells_dev_upload(&s->grid, &g->cur, h);
 }
 
 int gpu_download(hard_system *s, carlo_cell_data *h)
 {
+    if (split_gather(s))
+        return -1;
     return carlo_cells_dev_download(&s->grid, &impl(s)->cur, h);
 }
 
 /* The kernels of one sub-sweep (subsweep_kernel, team_kernel) share one signature. */
 typedef void (*kernel_fn)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t,
-                          dev_counters *, hard_tether);
+                          dev_counters *, hard_tether, int, int);
 
 template <int TETHER>
 kernel_fn team_for(int dim, int team)
@@ -387,6 +527,15 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
     const carlo_cell_grid &gr = s->grid;
     const hard_launch &la = s->launch; /* never the chain: every launch decides the same */
     int bx = la.block[0] > 0 ? la.block[0] : 32, by = la.block[1] > 0 ? la.block[1] : 4;
+    /* the layers updated: a split system's own (hard_split_active's cells, in half-layers) */
+    int h0 = 0, h1 = gr.half[gr.dim - 1];
+    if (s->split) {
+        int64_t t0, t1;
+        hard_split_active(s, set, &t0, &t1);
+        const int64_t per = carlo_cell_set_size(&gr) / gr.half[gr.dim - 1];
+        h0 = (int)(t0 / per);
+        h1 = (int)(t1 / per);
+    }
     /* the tether (Frenkel-Ladd runs) goes through the launch chosen, its kernels' TETHER form */
     hard_tether th;
     memset(&th, 0, sizeof th);
@@ -401,38 +550,42 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
         th.tag = g->cur.aux; /* word plane 0 */
     }
     dim3 block((unsigned)bx, (unsigned)by, 1);
-    dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx), (unsigned)((gr.half[1] + by - 1) / by),
-              (unsigned)(gr.dim == 3 ? gr.half[2] : 1));
-    if (s->mv.skew) { /* a triclinic box: one thread per cell, its neighbours scanned per move */
+    dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx),
+              (unsigned)(gr.dim == 3 ? (gr.half[1] + by - 1) / by : (h1 - h0 + by - 1) / by),
+              (unsigned)(gr.dim == 3 ? h1 - h0 : 1));
+    if (h1 <= h0) { /* a slab with no layer of this set */
+    } else if (s->mv.skew) { /* a triclinic box: one thread per cell, its neighbours scanned per move */
         kernel_fn k = gr.dim == 2 ? subsweep_kernel<2, HARD_NMAX_2D, 0, 0, 0, 1>
                                   : subsweep_kernel<3, HARD_NMAX_3D, 0, 0, 0, 1>;
-        k<<<grid, block, 0>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th);
+        k<<<grid, block, 0>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th, h0, h1);
         CK(cudaGetLastError());
-        return 0;
-    }
-    if (la.team > 1) {
+    } else if (la.team > 1) {
         kernel_fn k = tether ? team_for<1>(gr.dim, la.team) : team_for<0>(gr.dim, la.team);
         const int64_t per = HARD_TEAM_THREADS / la.team;
-        const unsigned blocks = (unsigned)((carlo_cell_set_size(&gr) + per - 1) / per);
-        k<<<blocks, HARD_TEAM_THREADS>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th);
+        const int64_t cells = carlo_cell_set_size(&gr) / gr.half[gr.dim - 1] * (h1 - h0);
+        const unsigned blocks = (unsigned)((cells + per - 1) / per);
+        k<<<blocks, HARD_TEAM_THREADS>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th,
+                                         h0, h1);
         CK(cudaGetLastError());
-        return 0;
+    } else {
+        /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers
+         * and three quarters of the occupancy, so the cell stays in memory (L1) */
+        const int cache = la.variant == 1;
+        size_t smem = (size_t)(gr.dim == 2 ? HARD_NB_2D : HARD_NB_3D) * (size_t)gr.dim * (size_t)(bx * by) *
+                      sizeof(float);
+        /* a block too large for its lists in shared memory scans the cells per move instead */
+        const int gather = la.gather != 0 && smem <= g->smem_max;
+        if (!gather)
+            smem = 0;
+        kernel_fn k = tether ? subsweep_for<1>(gr.dim, cache, gather) : subsweep_for<0>(gr.dim, cache, gather);
+        /* lists of large blocks need more than the default 48 KiB of shared memory per block */
+        if (smem > 48 * 1024)
+            CK(carlo_smem_raise((const void *)k, smem));
+        k<<<grid, block, smem>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th, h0, h1);
+        CK(cudaGetLastError());
     }
-    /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers and
-     * three quarters of the occupancy, so the cell stays in memory (L1) */
-    const int cache = la.variant == 1;
-    size_t smem = (size_t)(gr.dim == 2 ? HARD_NB_2D : HARD_NB_3D) * (size_t)gr.dim * (size_t)(bx * by) *
-                  sizeof(float);
-    /* a block too large for its lists in shared memory scans the cells per move instead */
-    const int gather = la.gather != 0 && smem <= g->smem_max;
-    if (!gather)
-        smem = 0;
-    kernel_fn k = tether ? subsweep_for<1>(gr.dim, cache, gather) : subsweep_for<0>(gr.dim, cache, gather);
-    /* lists of large blocks need more than the default 48 KiB of shared memory per block */
-    if (smem > 48 * 1024)
-        CK(carlo_smem_raise((const void *)k, smem));
-    k<<<grid, block, smem>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th);
-    CK(cudaGetLastError());
+    if (s->split)
+        return split_halos(s, set >> (gr.dim - 1) & 1);
     return 0;
 }
 
@@ -462,10 +615,29 @@ int gpu_shift(hard_system *s, carlo_cell_shift sh)
     gpu_impl *g = impl(s);
     if (shape_for(&g->spare, &g->spare_grid, &s->grid))
         return -1;
-    if (carlo_cells_dev_shift(&s->grid, &g->cur, &g->spare, sh, &g->ctr->flag, 0))
+    if (!s->split) {
+        if (carlo_cells_dev_shift(&s->grid, &g->cur, &g->spare, sh, &g->ctr->flag, 0))
+            return -1;
+        swap_data(g);
+        return 0;
+    }
+    /* a split system's own cells (each gathers from itself and its neighbour along the shift,
+     * at worst a halo cell), then its halos: shifted here when the shift runs within the
+     * layers, else fetched from their owners; the stale layers are left alone (hard_cpu.c's
+     * split_shift) */
+    const int axis = s->dim - 1;
+    int64_t c0, c1, h[2];
+    hard_split_cells(s, &s->grid, &c0, &c1);
+    if (carlo_cells_dev_shift_range(&s->grid, &g->cur, &g->spare, sh, c0, c1, &g->ctr->flag, 0))
         return -1;
+    const int lc = hard_split_halo_cells(s, &s->grid, h);
+    for (int k = 0; lc && sh.axis != axis && k < 2; k++)
+        if (carlo_cells_dev_shift_range(&s->grid, &g->cur, &g->spare, sh, h[k], h[k] + lc, &g->ctr->flag, 0))
+            return -1;
     swap_data(g);
-    return 0;
+    if (sh.axis == axis)
+        return split_halos(s, -1);
+    return hard_split_after_shift(s, &g->mirror, sh.axis); /* no exchange: the layers are marked stale */
 }
 
 /* Launch the pair scan of storage d on grid gr (the counters reset by reset_scan_kernel), with
@@ -515,6 +687,12 @@ int pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, 
 int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[3], int64_t *overlaps)
 {
     gpu_impl *g = impl(s);
+    /* split: the whole configuration on every rank's device, which then decides alike without
+     * talking (the CPU's trial over each rank's own layers is not built on the GPU) */
+    if (s->split && (hard_split_fits(s, ng) || split_gather(s)))
+        return -1;
+    if (s->split)
+        s->split->trial_full = 1;
     if (shape_for(&g->spare, &g->spare_grid, ng))
         return -1;
     reset_scan_kernel<<<1, 1>>>(g->ctr);
@@ -533,20 +711,29 @@ int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[
 
 int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
 {
-    (void)ng;
     swap_data(impl(s));
+    if (s->split) { /* the whole new grid was cut on every rank */
+        s->split->full = 1;
+        return hard_split_layout(s, ng);
+    }
     return 0;
 }
 
+/* The scans below run over the whole grid, gathered first on a split system: every rank
+ * finds the whole system's figures, none summed. */
 int gpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
 {
     gpu_impl *g = impl(s);
+    if (split_gather(s))
+        return -1;
     return pair_scan(g, &s->grid, &g->cur, s->mv, overlaps, r2min);
 }
 
 int gpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *sdf)
 {
     gpu_impl *g = impl(s);
+    if (split_gather(s))
+        return -1;
     size_t bins = (size_t)sc->gr_bins + (size_t)sc->sdf_bins;
     if (g->hist_len < bins) {
         cudaFree(g->hist);
@@ -588,10 +775,13 @@ int gpu_translation_counts(hard_system *s, uint64_t *tried, uint64_t *accepted)
     gpu_impl *g = impl(s);
     dev_counters h;
     CK(cudaMemcpy(&h, g->ctr, sizeof h, cudaMemcpyDeviceToHost));
-    *tried = h.tried;
-    *accepted = h.accepted;
     if (h.flag & 1u)
         return carlo_seterr("a cell overflowed in the cell shift (overlapping particles?)");
+    int64_t n[2] = {(int64_t)h.tried, (int64_t)h.accepted};
+    if (s->split && hard_split_sum(s, n, 2)) /* a split system counts its own cells' moves */
+        return -1;
+    *tried = (uint64_t)n[0];
+    *accepted = (uint64_t)n[1];
     return 0;
 }
 

@@ -13,18 +13,25 @@
 --            events are timed (events per second: the median of the three)
 --   kmc_split1  the same 4096 x 4096 split over one rank (its halo rows sent to itself: the
 --            cost of deciding every step on the host)
+--   hard     hard disks at phi = 0.698, 1520 x 1520 R disks on R GPUs (hexagonal rows, 1520 a
+--            row, 1520 R rows along y, the split axis), whole on one GPU, decompose = true over
+--            several; 20 sweeps from the lattice, then the timing of 200 sweeps (trial moves per
+--            second, from the move counters summed over the ranks)
+--   hard_split1  the same 1520 x 1520 split over one rank (its edge layers staged through
+--            the host and sent to itself: the cost of the halo exchange)
 -- HALO: auto, staged or direct (decompose = true's halo key). Timing: a warm-up, then the
 -- median of 3 repeats, each from a barrier to a device sync and a barrier on every rank (the
 -- slowest rank's time). Prints "ROW part ranks L value halo gpu" on rank 0.
 -- For a quick check without GPUs, the kmc parts take KMC_SIDE (4096; a multiple of 8) and
--- DEVICE=cpu: `mpirun -np 2 build/carlo scripts/bench-mpi.lua kmc` with KMC_SIDE=64 DEVICE=cpu.
+-- DEVICE=cpu: `mpirun -np 2 build/carlo scripts/bench-mpi.lua kmc` with KMC_SIDE=64 DEVICE=cpu;
+-- the hard parts HARD_SIDE (1520; even) and DEVICE=cpu likewise.
 local carlo = require "carlo"
 local part, halo = arg[1], arg[2] or "auto"
 local R = carlo.mpi.size
 local gpus = carlo.devices().gpus
 local device = os.getenv("DEVICE") or "gpu"
-assert(device == "gpu" or (device == "cpu" and part:find("^kmc")),
-  "bench-mpi.lua: DEVICE must be gpu, or cpu for the kmc parts (got " .. device .. ")")
+assert(device == "gpu" or (device == "cpu" and (part:find("^kmc") or part:find("^hard"))),
+  "bench-mpi.lua: DEVICE must be gpu, or cpu for the kmc and hard parts (got " .. device .. ")")
 assert(device == "cpu" or #gpus > 0, "bench-mpi: no GPU")
 
 local function median(t)
@@ -94,7 +101,26 @@ elseif part == "kmc" or part == "kmc_split1" then
     rates[r] = (sys.events - e0) / (carlo.clock() - t0)
   end
   row(n * R, median(rates), split and "split" or "whole")
+elseif part == "hard" or part == "hard_split1" then
+  local side = math.tointeger(tonumber(os.getenv("HARD_SIDE") or "1520"))
+  assert(side and side >= 8 and side % 2 == 0, "bench-mpi.lua: HARD_SIDE must be even, at least 8 (got " ..
+    tostring(os.getenv("HARD_SIDE")) .. ")")
+  local nx, ny = side, side * R
+  local phi = 0.698
+  local a = math.sqrt(math.pi / 4 / phi * 2 / math.sqrt(3)) -- the spacing of hexagonal rows at phi
+  local split = R > 1 or part == "hard_split1"
+  local sys = carlo.hard_disks{ N = nx * ny, box = { nx * a, ny * a * math.sqrt(3) / 2 }, init = "hex",
+                                seed = 1, device = device, decompose = split, quiet = true }
+  sys:run{ sweeps = 20, quiet = true }
+  local sweeps = 200
+  local moves = 0
+  local t = timed(function()
+    local m0 = sys:observe{ pressure = false }.tried
+    sys:run{ sweeps = sweeps, quiet = true }
+    moves = sys:observe{ pressure = false }.tried - m0
+  end, function() sys:sync() end)
+  row(ny, moves / t, split and "split" or "whole")
 else
-  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc or kmc_split1 (got " ..
+  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, hard or hard_split1 (got " ..
     tostring(part) .. ")")
 end

@@ -290,9 +290,6 @@ static int construct(lua_State *L, int dim)
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     p.device = carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
     const int split = carlo_arg_bool(L, 1, where, "decompose", 0); /* cell layers over the MPI ranks */
-    if (split && p.device == CARLO_GPU)
-        carlo_lua_fail(L, "%s: decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo exchange "
-                          "is not built yet)", where);
     const double *sites = NULL;
     if (lua_getfield(L, 1, "sites") != LUA_TNIL) {
         int64_t ns;

@@ -98,9 +98,6 @@ int hard_split_layout(hard_system *s, const carlo_cell_grid *g)
 
 int hard_split_on(hard_system *s)
 {
-    if (s->device == CARLO_GPU)
-        return carlo_seterr("decompose = true runs on the CPU only (device = \"cpu\"; the GPU halo "
-                            "exchange is not built yet)");
     if (s->mv.skew)
         return carlo_seterr("decompose = true needs an orthorhombic box (this one has tilts xy, xz, yz = "
                             "%.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
@@ -119,7 +116,9 @@ int hard_split_on(hard_system *s)
         hard_split_free(s);
         return -1;
     }
-    s->collective = p->ranks > 1; /* halo exchanges and sums: never from a worker thread */
+    /* halo exchanges and sums: never from a worker thread (the GPU backend exchanges on one
+     * rank too, with itself) */
+    s->collective = p->ranks > 1 || s->device == CARLO_GPU;
     return 0;
 }
 
@@ -176,6 +175,17 @@ void hard_split_active(const hard_system *s, int set, int64_t *t0, int64_t *t1)
     *t1 = (int64_t)((p->hi - bit + 1) / 2) * per;
 }
 
+void hard_split_edge_layers(const hard_system *s, int bit, int out[2], int in[2])
+{
+    const hard_split *p = s->split;
+    const int m = s->grid.m[p->axis];
+    const int o[2] = {p->hi - 1, p->lo}, i[2] = {(p->lo - 1 + m) % m, p->hi % m};
+    for (int k = 0; k < 2; k++) {
+        out[k] = bit < 0 || (o[k] & 1) == bit ? o[k] : -1;
+        in[k] = bit < 0 || (i[k] & 1) == bit ? i[k] : -1;
+    }
+}
+
 /* The halo layers, both ways at once: the last layer up (the upper neighbour's lower halo), the
  * first layer down (the lower neighbour's upper halo), periodic. bit >= 0: only layers of that
  * parity, which are those the set just updated changed (m is even, so parity survives the
@@ -184,19 +194,19 @@ static int exchange(hard_system *s, const carlo_cell_data *d, int bit)
 {
     hard_split *p = s->split;
     const carlo_cell_grid *g = &s->grid;
-    const int m = g->m[p->axis];
     const int n = (int)layer_bytes(g, p->axis);
     uint8_t *b = buffer(p, 4 * (size_t)n);
     if (!b)
         return -1;
-    const int out[2] = {p->hi - 1, p->lo}, in[2] = {(p->lo - 1 + m) % m, p->hi % m};
+    int out[2], in[2];
+    hard_split_edge_layers(s, bit, out, in);
     const int up = (p->rank + 1) % p->ranks, down = (p->rank + p->ranks - 1) % p->ranks;
     const int dest[2] = {up, down}, src[2] = {down, up};
     uint8_t *const sb[2] = {b, b + n}, *const rb[2] = {b + 2 * n, b + 3 * n};
     int ns[2], nr[2];
     for (int k = 0; k < 2; k++) {
-        ns[k] = bit < 0 || (out[k] & 1) == bit ? n : 0;
-        nr[k] = bit < 0 || (in[k] & 1) == bit ? n : 0;
+        ns[k] = out[k] >= 0 ? n : 0;
+        nr[k] = in[k] >= 0 ? n : 0;
         if (ns[k])
             pack(g, p->axis, d, out[k], sb[k]);
     }
@@ -206,6 +216,13 @@ static int exchange(hard_system *s, const carlo_cell_data *d, int bit)
         if (nr[k])
             unpack(g, p->axis, d, in[k], rb[k]);
     return 0;
+}
+
+int hard_split_exchange(hard_system *s, const carlo_cell_data *d, int bit)
+{
+    if (s->split->ranks > 1)
+        s->split->full = 0;
+    return exchange(s, d, bit);
 }
 
 int hard_split_after_set(hard_system *s, const carlo_cell_data *d, int set)

@@ -1,7 +1,8 @@
 /* hard_mpi.h — hard particles split over the MPI ranks (decompose = true, carlo-mpi(7)): each
  * rank updates the cell layers of one slab along the grid's last axis (y for disks, z for
  * spheres) and keeps the layer on either side, its neighbours' last and first, current; the
- * CPU backend (hard_cpu.c) calls these around its loops.
+ * CPU backend (hard_cpu.c) calls these around its loops, the GPU one (cuda/hard.cu) around its
+ * kernels, on a host copy of the grid that only the layers exchanged cross to and from.
  *
  * Every rank holds storage for the whole grid, laid out as an undecomposed system's, so that a
  * cell has the same index, the same random numbers and the same neighbours on every rank: a
@@ -42,8 +43,19 @@ void hard_split_cells(const hard_system *s, const carlo_cell_grid *g, int64_t *c
 /* This rank's active cells of set `set`: t in [t0, t1) of carlo_cell_active. */
 void hard_split_active(const hard_system *s, int set, int64_t *t0, int64_t *t1);
 
+/* The layers an exchange moves: out[k] sent, in[k] received (k = 0: the last layer up and the
+ * lower halo from below; k = 1: the first layer down and the upper halo from above), -1 for a
+ * layer not moved (bit >= 0: the layers of that parity only, as after a set; -1: all, as after
+ * a shift along the split axis). The GPU backend copies exactly these between its device and a
+ * host copy of the grid around hard_split_exchange. */
+void hard_split_edge_layers(const hard_system *s, int bit, int out[2], int in[2]);
 /* After the update of set `set`: the layers of that set at the slab's edges to the neighbours. */
 int hard_split_after_set(hard_system *s, const carlo_cell_data *d, int set);
+/* The exchange of hard_split_after_set (bit: the set's parity along the split axis) or of
+ * hard_split_after_shift along the split axis (bit = -1), made on one rank too (to itself, an
+ * identity): the GPU backend stages its halos so, and its split over one rank then costs what
+ * the staging costs. */
+int hard_split_exchange(hard_system *s, const carlo_cell_data *d, int bit);
 /* After a cell shift of this rank's layers along axis: both halo layers from the neighbours when
  * the shift crossed the slabs' edges; a shift along another axis stays within each layer, and
  * the backend shifts the halo layers too (hard_split_halo_cells), from the halos it holds. */

@@ -465,6 +465,20 @@ int main(void)
         const double L[3] = {9, 9.5, 10}, tilt[3] = {0.2, -0.3, 0.45};
         run("cubes_tilted", make(3, &sd, v1, 160, 0, L, tilt, SHAPE_INIT_RANDOM, 6, 5), 2, 0);
     }
+    double dod[60]; /* the dodecahedron: the cube's corners and (0, +-1/f, +-f) cyclically */
+    const double f = (1.0 + sqrt(5.0)) / 2.0;
+    for (int k = 0; k < 8; k++)
+        for (int a = 0; a < 3; a++)
+            dod[3 * k + a] = (k >> a & 1) ? 1.0 : -1.0;
+    for (int k = 0; k < 12; k++) {
+        const int axis = k / 4;
+        double *v = dod + 3 * (8 + k);
+        v[axis] = 0.0;
+        v[(axis + 1) % 3] = ((k & 1) ? 1.0 : -1.0) / f;
+        v[(axis + 2) % 3] = ((k & 2) ? 1.0 : -1.0) * f;
+    }
+    if (shape_make_poly(&sd, 3, 20, dod, 0, &v1, NULL) == 0)
+        run("dodecahedra", make(3, &sd, v1, 250, 0.45, NULL, zero, SHAPE_INIT_BCC, 8, 4), 2, 0);
     const double axes[3] = {1.0, 0.6, 0.4};
     if (shape_make_ellipsoid(&sd, 3, axes, &v1) == 0)
         run("ellipsoids_short_list", make(3, &sd, v1, 300, 0.3, NULL, zero, SHAPE_INIT_RANDOM, 7, 4), 2, 20);

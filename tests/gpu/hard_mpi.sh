@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# tests/gpu/hard_mpi.sh — hard disks and spheres split over the GPUs of 1, 2 and 4 ranks
+# (tests/gpu/hard_mpi.lua checks each run against one GPU and the CPU; here the files of the
+# runs are compared too, and with the run of one process without mpirun); a checkpoint saved on
+# 4 ranks continues on 2, saved again continues on 1. Ranks take GPUs by node-local rank modulo
+# the GPUs: 4 ranks on 2 GPUs (or on 1) share them. SKIP without MPI or without a GPU.
+#   make MPI=1 && CARLO=build/carlo tests/gpu/hard_mpi.sh
+# HARD_MPI_DEVICE=cpu runs the script with the CPU in the GPU's place (no GPU needed).
+set -u
+cd "$(dirname "$0")/../.."
+CARLO=${CARLO:-build/carlo}
+export LUA_PATH=${LUA_PATH:-"tests/lib/?.lua;;"}
+if ! "$CARLO" -e 'os.exit(carlo.mpi.built and 0 or 1)' >/dev/null 2>&1; then
+    echo "SKIP gpu/hard_mpi: this carlo was built without MPI (make MPI=1)"; exit 0
+fi
+launcher=${CARLO_MPIRUN:-mpirun}
+if ! command -v "${launcher%% *}" >/dev/null 2>&1; then
+    echo "SKIP gpu/hard_mpi: no ${launcher%% *}"; exit 0
+fi
+if [ "${HARD_MPI_DEVICE:-gpu}" = gpu ] &&
+    ! "$CARLO" -e 'os.exit(#carlo.devices().gpus > 0 and 0 or 1)' >/dev/null 2>&1; then
+    if [ "${CARLO_REQUIRE_GPU:-}" = 1 ]; then echo "FAIL gpu/hard_mpi: no GPU"; else
+        echo "SKIP gpu/hard_mpi: no GPU"; fi
+    exit 0
+fi
+. tests/lib/mpi.sh
+MPIRUN=${MPIRUN/timeout 120/timeout 600}
+T=$MPI_TMP
+"$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/plain" || echo "FAIL gpu/hard_mpi/plain: exited $?"
+for n in 1 2 4; do
+    $MPIRUN -np $n "$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/np$n" ||
+        echo "FAIL gpu/hard_mpi/np$n: mpirun exited $?"
+    same "gpu/hard_mpi/np${n}_file" "$T/plain" "$T/np$n"
+done
+# checkpoints across rank counts: 4 -> 2 -> 1
+$MPIRUN -np 2 "$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/r2" "$T/np4.ckpt" 0 ||
+    echo "FAIL gpu/hard_mpi/load_4_to_2: exited $?"
+$MPIRUN -np 1 "$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/r1" "$T/r2.ckpt" 1 ||
+    echo "FAIL gpu/hard_mpi/load_2_to_1: exited $?"
+rm -rf "$T"
