@@ -295,17 +295,23 @@ static int positions(lj_system *ls, double *pos)
     return lj_cb_positions(LJ_CB(ls), pos);
 }
 
+int lj_cb_fetch_cells(lj_cb_system *s, carlo_cell_data *d)
+{
+    if (lj_cb_cells_alloc(s, d))
+        return -1;
+    if (s->be->download(s, d, NULL, NULL)) {
+        carlo_cell_data_free(d);
+        return lj_fail(&s->lj);
+    }
+    return 0;
+}
+
 int lj_cb_positions(lj_cb_system *s, double *pos)
 {
-    lj_system *ls = &s->lj;
     const carlo_cell_grid *g = &s->grid;
     carlo_cell_data d;
-    if (lj_cb_cells_alloc(s, &d))
+    if (lj_cb_fetch_cells(s, &d))
         return -1;
-    if (s->be->download(s, &d, NULL, NULL)) {
-        carlo_cell_data_free(&d);
-        return lj_fail(ls);
-    }
     int64_t k = 0;
     for (int64_t c = 0; c < g->ncells; c++) {
         int xyz[3];
@@ -337,12 +343,8 @@ static int widom(lj_system *ls, uint32_t n, uint64_t sample, double *out)
     const carlo_cell_grid *g = &s->grid;
     const lj_cbgeom *G = &s->geom;
     carlo_cell_data d;
-    if (lj_cb_cells_alloc(s, &d))
+    if (lj_cb_fetch_cells(s, &d))
         return -1;
-    if (s->be->download(s, &d, NULL, NULL)) {
-        carlo_cell_data_free(&d);
-        return lj_fail(ls);
-    }
     double tail = lj_widom_tail(ls);
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < (int64_t)n; k++) {

@@ -95,6 +95,9 @@ static inline int lj_cb_cells_alloc(const lj_cb_system *s, carlo_cell_data *d)
 {
     return carlo_cell_data_alloc(&s->grid, d);
 }
+/* Host storage for the grid, filled with the current cells (positions and counts; no
+ * accumulators): freed again, and the system marked failed, when the download fails. */
+int lj_cb_fetch_cells(lj_cb_system *s, carlo_cell_data *d);
 
 double lj_cb_total(const double *acc, int64_t ncells); /* sum in cell order */
 /* The cell shift after sweep `sweep`. */

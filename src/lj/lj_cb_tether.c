@@ -130,12 +130,8 @@ int lj_cb_msd_site(lj_cb_system *s, double *msd)
         return 0;
     const carlo_cell_grid *g = &s->grid;
     carlo_cell_data d;
-    if (lj_cb_cells_alloc(s, &d))
+    if (lj_cb_fetch_cells(s, &d))
         return -1;
-    if (s->be->download(s, &d, NULL, NULL)) {
-        carlo_cell_data_free(&d);
-        return lj_fail(&s->lj);
-    }
     lj_tether th;
     th.lambda = 1.0;
     for (int a = 0; a < 3; a++) {
