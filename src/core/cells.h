@@ -48,6 +48,19 @@ int carlo_cell_data_fit_with(carlo_cell_data *d, carlo_cell_grid *have, const ca
                              int (*alloc)(const carlo_cell_grid *, carlo_cell_data *),
                              void (*release)(carlo_cell_data *));
 
+/* A backend's current and spare storage traded, each with the grid it is allocated for (after
+ * a cell shift or an accepted box move filled the spare one). */
+static inline void carlo_cell_data_swap(carlo_cell_data *a, carlo_cell_grid *have_a, carlo_cell_data *b,
+                                        carlo_cell_grid *have_b)
+{
+    const carlo_cell_data d = *a;
+    const carlo_cell_grid g = *have_a;
+    *a = *b;
+    *have_a = *have_b;
+    *b = d;
+    *have_b = g;
+}
+
 /* The cells in a checkpoint: chunks <prefix>/cells/pos (dim nmax rows of ncells floats),
  * <prefix>/cells/aux (naux nmax rows of ncells words) and <prefix>/cells/count (ncells). To the
  * frame: copies of d's arrays, or (owned) d's arrays themselves, each field set to NULL as the

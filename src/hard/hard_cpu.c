@@ -168,12 +168,7 @@ static int cpu_subsweep(hard_system *s, int set, uint64_t step)
 
 static void swap_data(cpu_impl *im)
 {
-    carlo_cell_data t = im->cur;
-    im->cur = im->spare;
-    im->spare = t;
-    carlo_cell_grid g = im->cur_grid;
-    im->cur_grid = im->spare_grid;
-    im->spare_grid = g;
+    carlo_cell_data_swap(&im->cur, &im->cur_grid, &im->spare, &im->spare_grid);
 }
 
 /* Cells [c0, c1) of the shift into the spare storage; the largest index that overflowed, or over. */

@@ -556,9 +556,7 @@ int shape_shift_cells(shape_system *s)
         if (carlo_cell_data_fit(&s->spare, &s->spare_alloc, &s->grid) ||
             carlo_cells_shift_host(&s->grid, &s->cur, &s->spare, sh))
             return -1;
-        carlo_cell_data t = s->cur;
-        s->cur = s->spare;
-        s->spare = t;
+        carlo_cell_data_swap(&s->cur, &s->cur_alloc, &s->spare, &s->spare_alloc);
     }
     double L = s->box.L[sh.axis], o = s->origin[sh.axis] + sh.dir * (double)sh.d;
     s->origin[sh.axis] = o - floor(o / L) * L;

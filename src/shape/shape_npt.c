@@ -206,14 +206,8 @@ static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box 
     } else {
         if (cpu_scale_trial(s, g, lam, mv, &bad))
             return -1;
-        if (!bad) {
-            const carlo_cell_data t = s->cur;
-            const carlo_cell_grid ta = s->cur_alloc;
-            s->cur = s->spare;
-            s->cur_alloc = s->spare_alloc;
-            s->spare = t;
-            s->spare_alloc = ta;
-        }
+        if (!bad)
+            carlo_cell_data_swap(&s->cur, &s->cur_alloc, &s->spare, &s->spare_alloc);
     }
     if (bad)
         return 0;
