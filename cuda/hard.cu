@@ -11,6 +11,7 @@ extern "C" {
 #include "core/error.h"
 #include "hard/hard.h"
 #include "hard/hard_mpi.h"
+#include "mpi/mpi.h"
 }
 #include "cells.h"
 #include "check.h"
@@ -34,18 +35,38 @@ struct gpu_impl {
     size_t hist_len;
     size_t smem_max;                      /* shared memory a block may have (opt-in limit) */
     double *sites;                        /* the tether's sites (N x 3), when set */
-    /* a split system (hard_mpi.h): a host copy of the grid, of which only the layers exchanged
-     * (and, for a gather, the rank's own) are ever current */
+    /* a split system (hard_mpi.h): a host copy of the grid for gathers, of which only the rank's
+     * own layers are ever copied down */
     carlo_cell_data mirror;
     carlo_cell_grid mirror_grid;
     void *pinned[3];                      /* its arrays as page-locked (registered), or NULL */
     void *pin_tried[3];                   /* the arrays a registration was tried for */
+    /* its halo exchanges (split_set): the side stream that runs the edge layers' updates and
+     * moves the halos while the main stream updates the interior; events between the two */
+    cudaStream_t side;
+    cudaEvent_t ev_main, ev_edge, ev_down, ev_side;
+    size_t layer_bytes;                   /* of one packed layer of s->grid */
+    size_t stage_cap;                     /* the layer bytes the staging was made for */
+    /* the staging: shared by the ranks of one machine (shared = 1; every rank's part as this
+     * device sees it, peer[r], 4 layers each: two turns of sent 0, 1), or page-locked here
+     * (hstage: sent 0, 1, received 0, 1), packed and unpacked by the device in place */
+    int shared;
+    uint8_t **peer;
+    uint8_t *shared_lo;                   /* the range registered with CUDA */
+    uint8_t *hstage;
+    uint64_t turn;                        /* exchanges made: the shared staging's turn is turn % 2 */
+    int pending;                          /* an exchange's layers on their way down */
+    int pending_bit;                      /* its parity (hard_split_edge_layers) */
+    uint64_t pending_turn;
+    int edge_on_side;                     /* edge updates queued on side the main stream has not waited for */
+    int side_used;                        /* work queued on side the main stream has not waited for */
 };
 
 gpu_impl *impl(hard_system *s) { return static_cast<gpu_impl *>(s->impl); }
 void mirror_unpin(gpu_impl *g);
 
 constexpr unsigned FULL_WARP = 0xffffffffu;
+constexpr int TAG_NOTE = 0x484e; /* and + 1: the shared staging's notes (hard_mpi.c's messages: 0x4848) */
 
 /* Sum a value over the warp and add it once to a 64-bit counter. */
 __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
@@ -313,6 +334,32 @@ __global__ void __launch_bounds__(256) hist_kernel(carlo_cell_grid g, const floa
     }
 }
 
+/* Two layers of the grid (at[k]: the first cell of layer k, -1: none) packed into buf[k] (PACK) or
+ * unpacked from it, in hard_mpi.c's layout: the layer's counts, then each position and word plane
+ * slot by slot, rows of lc words. */
+struct layer_pair {
+    int64_t at[2];
+    uint32_t *buf[2];
+};
+
+template <bool PACK>
+__global__ void layer_kernel(carlo_cell_grid g, uint32_t *pos, uint32_t *aux, uint32_t *count, layer_pair lp,
+                             int64_t lc, int64_t words)
+{
+    const int k = blockIdx.y;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (lp.at[k] < 0 || t >= words)
+        return;
+    const int64_t row = t / lc, c = lp.at[k] + t % lc, npos = (int64_t)g.dim * g.nmax;
+    uint32_t *w = row == 0 ? count + c
+                  : row <= npos ? pos + (row - 1) * g.ncells + c
+                                : aux + (row - 1 - npos) * g.ncells + c;
+    if (PACK)
+        lp.buf[k][t] = *w;
+    else
+        *w = lp.buf[k][t];
+}
+
 /* Device storage d (allocated for *shape) made fit for grid g (every slot empty when new). */
 int shape_for(carlo_cell_data *d, carlo_cell_grid *shape, const carlo_cell_grid *g)
 {
@@ -336,13 +383,33 @@ int gpu_create(hard_system *s)
     return 0;
 }
 
+/* The staging let go (the shared memory itself lives until MPI ends). */
+void stage_free(gpu_impl *g)
+{
+    if (g->shared_lo)
+        cudaHostUnregister(g->shared_lo);
+    cudaFreeHost(g->hstage);
+    free(g->peer);
+    g->shared_lo = g->hstage = NULL;
+    g->peer = NULL;
+    g->shared = 0;
+    g->stage_cap = 0;
+}
+
 void gpu_destroy(hard_system *s)
 {
     gpu_impl *g = impl(s);
     if (!g)
         return;
-    if (g->mirror.pos)
-        cudaDeviceSynchronize(); /* no copy up from the host copy in flight */
+    if (g->mirror.pos || g->side)
+        cudaDeviceSynchronize(); /* no copy from or to the host copies in flight */
+    if (g->side) {
+        cudaStreamDestroy(g->side);
+        cudaEvent_t *const ev[4] = {&g->ev_main, &g->ev_edge, &g->ev_down, &g->ev_side};
+        for (int k = 0; k < 4; k++)
+            cudaEventDestroy(*ev[k]);
+        stage_free(g);
+    }
     carlo_cells_dev_free(&g->cur);
     carlo_cells_dev_free(&g->spare);
     mirror_unpin(g);
@@ -431,30 +498,207 @@ int mirror_fit(hard_system *s)
     return 0;
 }
 
-/* The layers out[0..1] (those >= 0) of the device down to the host copy, or in[0..1] up. */
-int edges_copy(hard_system *s, const int k[2], bool down)
+/* ---------- a split system's halo exchanges (hard_mpi.h) ----------
+ *
+ * A set's update runs in two parts: its cells in the interior layers of the rank's slab on the
+ * main stream (they read no halo layer), and its cells in the slab's first and last layer on
+ * the side stream, once the halos of the last exchange are up; the two parts touch different
+ * cells of one set and read only cells of other sets, so they run at once. The edge layers then
+ * go down (packed on the device into one run each, copied to page-locked memory) on the side
+ * stream while the next set's interior runs, and cross to the neighbours and up again at the
+ * next set, before its edge layers: each exchange hides behind an interior's update. Every
+ * other operation first waits for the exchange under way and the side stream (split_settle).
+ * On one rank too (the layers come back to where they were): a split over one rank measures
+ * what the staging costs. */
+
+/* Shared staging for layers of n bytes, when the ranks are all on this machine and every one's
+ * device can reach it: each rank's part of memory shared by them (carlo_mpi_shared_alloc)
+ * registered with CUDA. Collective, decided alike on every rank; 0 with g->shared = 0 where it
+ * cannot be (the halos then go by messages). */
+int stage_shared(hard_system *s, size_t n)
 {
     gpu_impl *g = impl(s);
-    for (int j = 0; j < 2; j++)
-        if (k[j] >= 0 && layers_copy(&s->grid, &g->cur, &g->mirror, k[j], 1, down))
+    const int ranks = s->split->ranks;
+    const size_t part = (4 * n + 4095) / 4096 * 4096;
+    uint8_t **base = static_cast<uint8_t **>(carlo_calloc((size_t)ranks, sizeof *base, "the shared staging"));
+    g->peer = static_cast<uint8_t **>(carlo_calloc((size_t)ranks, sizeof *g->peer, "the shared staging"));
+    if (!base || !g->peer) {
+        free(base);
+        return -1;
+    }
+    const int made = carlo_mpi_shared_alloc(part, base);
+    if (made <= 0) {
+        free(base);
+        return made;
+    }
+    uint8_t *lo = base[0], *hi = base[0];
+    for (int r = 0; r < ranks; r++) {
+        lo = base[r] < lo ? base[r] : lo;
+        hi = base[r] > hi ? base[r] : hi;
+    }
+    /* CARLO_HALO_SHARED=0 on any rank: messages (the other path, for tests and comparisons) */
+    const char *want = getenv("CARLO_HALO_SHARED");
+    int64_t bad = want && strcmp(want, "0") == 0;
+    void *dev = NULL;
+    if (!bad && cudaHostRegister(lo, (size_t)(hi - lo) + part, cudaHostRegisterPortable | cudaHostRegisterMapped) ==
+                    cudaSuccess)
+        g->shared_lo = lo;
+    if (!g->shared_lo || cudaHostGetDevicePointer(&dev, lo, 0) != cudaSuccess)
+        bad = 1;
+    (void)cudaGetLastError(); /* not sticky: the halos go by messages */
+    const int rc = hard_split_sum(s, &bad, 1);
+    if (rc == 0 && bad == 0) {
+        for (int r = 0; r < ranks; r++)
+            g->peer[r] = static_cast<uint8_t *>(dev) + (base[r] - lo);
+        g->shared = 1;
+    } else if (g->shared_lo) { /* another rank cannot: none does */
+        cudaHostUnregister(g->shared_lo);
+        g->shared_lo = NULL;
+    }
+    free(base);
+    return rc;
+}
+
+/* The side stream, its events and the staging for layers of hard_split_layer_bytes. */
+int stage_fit(hard_system *s)
+{
+    gpu_impl *g = impl(s);
+    if (!g->side) {
+        int least = 0, greatest = 0; /* the side's few blocks go first, ahead of the interior's */
+        CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        CK(cudaStreamCreateWithPriority(&g->side, cudaStreamNonBlocking, greatest));
+        cudaEvent_t *const ev[4] = {&g->ev_main, &g->ev_edge, &g->ev_down, &g->ev_side};
+        for (int k = 0; k < 4; k++)
+            CK(cudaEventCreateWithFlags(ev[k], cudaEventDisableTiming));
+    }
+    const size_t n = hard_split_layer_bytes(s);
+    if (n > g->stage_cap) { /* the same on every rank: the grid's */
+        CK(cudaStreamSynchronize(g->side)); /* nothing in flight from the old staging */
+        stage_free(g);
+        if (stage_shared(s, n))
             return -1;
+        if (!g->shared)
+            CK(cudaMallocHost(&g->hstage, 4 * n));
+        g->stage_cap = n;
+    }
+    g->layer_bytes = n;
     return 0;
 }
 
-/* A split system after a set of parity bit along the split axis (bit -1: after a shift along
- * it): its edge layers down to the host copy, exchanged there by hard_mpi.c (the CPU's very
- * exchange), the halo layers received up to the device. On one rank too (the layers come back
- * to where they were): a split over one rank measures the staging's cost. */
-int split_halos(hard_system *s, int bit)
+/* Layers k[0..1] (those >= 0) of the current cells packed into buf[0..1] or unpacked from them
+ * (page-locked host memory, which the device reads and writes in place), on the side stream. */
+int layers_move(hard_system *s, const int k[2], uint8_t *const buf[2], bool pack)
 {
+    gpu_impl *g = impl(s);
+    const carlo_cell_grid &gr = s->grid;
+    const int64_t lc = gr.ncells / gr.m[gr.dim - 1], words = (int64_t)(g->layer_bytes / 4);
+    layer_pair lp;
+    for (int j = 0; j < 2; j++) {
+        lp.at[j] = k[j] >= 0 ? (int64_t)k[j] * lc : -1;
+        lp.buf[j] = reinterpret_cast<uint32_t *>(buf[j]);
+    }
+    if (lp.at[0] < 0 && lp.at[1] < 0)
+        return 0;
+    dim3 blocks((unsigned)((words + 255) / 256), 2);
+    uint32_t *pos = reinterpret_cast<uint32_t *>(g->cur.pos);
+    if (pack)
+        layer_kernel<true><<<blocks, 256, 0, g->side>>>(gr, pos, g->cur.aux, g->cur.count, lp, lc, words);
+    else
+        layer_kernel<false><<<blocks, 256, 0, g->side>>>(gr, pos, g->cur.aux, g->cur.count, lp, lc, words);
+    CK(cudaGetLastError());
+    return 0;
+}
+
+/* Where layer k of turn t is packed: rank r's shared part, or the local staging (sent k, or
+ * received k with in = 1). */
+uint8_t *stage_at(gpu_impl *g, int r, uint64_t t, int k, int in)
+{
+    if (g->shared)
+        return g->peer[r] + ((t & 1) * 2 + (uint64_t)k) * g->layer_bytes;
+    return g->hstage + (size_t)(2 * in + k) * g->layer_bytes;
+}
+
+/* The side stream to wait for everything queued on the main stream so far. */
+int side_after_main(gpu_impl *g)
+{
+    CK(cudaEventRecord(g->ev_main, cudaStreamPerThread));
+    CK(cudaStreamWaitEvent(g->side, g->ev_main, 0));
+    return 0;
+}
+
+/* The edge layers of parity bit (-1: both, after a shift along the split axis) on their way
+ * down, behind what the side stream holds. */
+int halo_start(hard_system *s, int bit)
+{
+    gpu_impl *g = impl(s);
     int out[2], in[2];
     hard_split_edge_layers(s, bit, out, in);
-    if (mirror_fit(s) || edges_copy(s, out, true))
+    if (stage_fit(s))
         return -1;
-    CK(cudaStreamSynchronize(cudaStreamPerThread)); /* the edges down, the last halos up */
-    if (hard_split_exchange(s, &impl(s)->mirror, bit))
+    const uint64_t t = g->turn++;
+    uint8_t *const to[2] = {stage_at(g, s->split->rank, t, 0, 0), stage_at(g, s->split->rank, t, 1, 0)};
+    if (layers_move(s, out, to, true))
         return -1;
-    return edges_copy(s, in, false); /* the next kernels, queued behind, see them */
+    CK(cudaEventRecord(g->ev_down, g->side));
+    g->pending = 1;
+    g->pending_bit = bit;
+    g->pending_turn = t;
+    g->side_used = 1;
+    return 0;
+}
+
+/* The exchange under way completed, the halos into the cells on the side stream: through the
+ * shared staging, each rank reading its neighbours' parts once they say their layers are
+ * there (a note each way at every exchange, also when no layer crossed it: a rank packs into
+ * a part again two turns later, after notes from both neighbours that come after their reads
+ * of it); or by messages (hard_split_exchange_packed). */
+int halo_finish(hard_system *s)
+{
+    gpu_impl *g = impl(s);
+    if (!g->pending)
+        return 0;
+    g->pending = 0;
+    hard_split *p = s->split;
+    const uint64_t t = g->pending_turn;
+    int out[2], in[2], dest[2], src[2];
+    hard_split_edge_layers(s, g->pending_bit, out, in);
+    hard_split_neighbours(s, dest, src);
+    CK(cudaEventSynchronize(g->ev_down));
+    uint8_t *from[2];
+    if (g->shared) {
+        if (p->ranks > 1) {
+            p->full = 0;
+            if (carlo_mpi_notify2(dest, src, TAG_NOTE))
+                return -1;
+        }
+        for (int k = 0; k < 2; k++)
+            from[k] = stage_at(g, src[k], t, k, 0);
+    } else {
+        uint8_t *const sb[2] = {stage_at(g, 0, t, 0, 0), stage_at(g, 0, t, 1, 0)};
+        from[0] = stage_at(g, 0, t, 0, 1);
+        from[1] = stage_at(g, 0, t, 1, 1);
+        if (hard_split_exchange_packed(s, g->pending_bit, sb, from))
+            return -1;
+    }
+    return layers_move(s, in, from, false);
+}
+
+/* The exchange under way completed and the main stream behind everything on the side stream:
+ * what every operation but a set's update starts with. */
+int split_settle(hard_system *s)
+{
+    gpu_impl *g = impl(s);
+    if (!s->split || !g->side)
+        return 0;
+    if (halo_finish(s))
+        return -1;
+    if (g->side_used) {
+        CK(cudaEventRecord(g->ev_side, g->side));
+        CK(cudaStreamWaitEvent(cudaStreamPerThread, g->ev_side, 0));
+        g->side_used = 0;
+        g->edge_on_side = 0;
+    }
+    return 0;
 }
 
 /* Every layer of a split system current on this rank's device: its own layers down, gathered
@@ -463,6 +707,8 @@ int split_halos(hard_system *s, int bit)
 int split_gather(hard_system *s)
 {
     hard_split *p = s->split;
+    if (split_settle(s))
+        return -1;
     if (!p || p->full || p->ranks == 1)
         return 0;
     gpu_impl *g = impl(s);
@@ -477,7 +723,7 @@ int split_gather(hard_system *s)
 int gpu_upload(hard_system *s, const carlo_cell_data *h)
 {
     gpu_impl *g = impl(s);
-    if (shape_for(&g->cur, &g->cur_grid, &s->grid))
+    if (split_settle(s) || shape_for(&g->cur, &g->cur_grid, &s->grid))
         return -1;
     if (s->split) /* every rank uploads the whole system */
         s->split->full = 1;
@@ -521,21 +767,16 @@ kernel_fn subsweep_for(int dim, int cache, int gather)
                            : subsweep_kernel<3, HARD_NMAX_3D, 0, 0, TETHER>);
 }
 
-int gpu_subsweep(hard_system *s, int set, uint64_t step)
+/* The update of set `set` in the active cells whose coordinate along the last axis is 2 k +
+ * parity with k in [h0, h1), on stream st. */
+int launch_set(hard_system *s, int set, uint64_t step, int h0, int h1, cudaStream_t st)
 {
     gpu_impl *g = impl(s);
     const carlo_cell_grid &gr = s->grid;
     const hard_launch &la = s->launch; /* never the chain: every launch decides the same */
+    if (h1 <= h0) /* a slab with no layer of this set */
+        return 0;
     int bx = la.block[0] > 0 ? la.block[0] : 32, by = la.block[1] > 0 ? la.block[1] : 4;
-    /* the layers updated: a split system's own (hard_split_active's cells, in half-layers) */
-    int h0 = 0, h1 = gr.half[gr.dim - 1];
-    if (s->split) {
-        int64_t t0, t1;
-        hard_split_active(s, set, &t0, &t1);
-        const int64_t per = carlo_cell_set_size(&gr) / gr.half[gr.dim - 1];
-        h0 = (int)(t0 / per);
-        h1 = (int)(t1 / per);
-    }
     /* the tether (Frenkel-Ladd runs) goes through the launch chosen, its kernels' TETHER form */
     hard_tether th;
     memset(&th, 0, sizeof th);
@@ -553,19 +794,18 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
     dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx),
               (unsigned)(gr.dim == 3 ? (gr.half[1] + by - 1) / by : (h1 - h0 + by - 1) / by),
               (unsigned)(gr.dim == 3 ? h1 - h0 : 1));
-    if (h1 <= h0) { /* a slab with no layer of this set */
-    } else if (s->mv.skew) { /* a triclinic box: one thread per cell, its neighbours scanned per move */
+    if (s->mv.skew) { /* a triclinic box: one thread per cell, its neighbours scanned per move */
         kernel_fn k = gr.dim == 2 ? subsweep_kernel<2, HARD_NMAX_2D, 0, 0, 0, 1>
                                   : subsweep_kernel<3, HARD_NMAX_3D, 0, 0, 0, 1>;
-        k<<<grid, block, 0>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th, h0, h1);
+        k<<<grid, block, 0, st>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th, h0, h1);
         CK(cudaGetLastError());
     } else if (la.team > 1) {
         kernel_fn k = tether ? team_for<1>(gr.dim, la.team) : team_for<0>(gr.dim, la.team);
         const int64_t per = HARD_TEAM_THREADS / la.team;
         const int64_t cells = carlo_cell_set_size(&gr) / gr.half[gr.dim - 1] * (h1 - h0);
         const unsigned blocks = (unsigned)((cells + per - 1) / per);
-        k<<<blocks, HARD_TEAM_THREADS>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th,
-                                         h0, h1);
+        k<<<blocks, HARD_TEAM_THREADS, 0, st>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr,
+                                                th, h0, h1);
         CK(cudaGetLastError());
     } else {
         /* 2D: the four slots of a cell in registers; 3D: twelve slots would cost 108 registers
@@ -581,12 +821,55 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
         /* lists of large blocks need more than the default 48 KiB of shared memory per block */
         if (smem > 48 * 1024)
             CK(carlo_smem_raise((const void *)k, smem));
-        k<<<grid, block, smem>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th, h0, h1);
+        k<<<grid, block, smem, st>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th, h0, h1);
         CK(cudaGetLastError());
     }
-    if (s->split)
-        return split_halos(s, set >> (gr.dim - 1) & 1);
     return 0;
+}
+
+/* A split system's set (see "a split system's halo exchanges" above): the interior half-layers
+ * of the slab on the main stream, the first and last layer on the side stream after the last
+ * exchange's halos, then this set's edge layers on their way down. */
+int split_set(hard_system *s, int set, uint64_t step)
+{
+    gpu_impl *g = impl(s);
+    const hard_split *p = s->split;
+    const carlo_cell_grid &gr = s->grid;
+    const int bit = set >> (gr.dim - 1) & 1;
+    int64_t t0, t1;
+    hard_split_active(s, set, &t0, &t1);
+    const int64_t per = carlo_cell_set_size(&gr) / gr.half[gr.dim - 1];
+    const int h0 = (int)(t0 / per), h1 = (int)(t1 / per);
+    /* the slab's first and last layer, when of this set's parity: half-layers h0 and h1 - 1 */
+    const int lo_edge = h1 > h0 && (p->lo & 1) == bit, hi_edge = h1 > h0 && ((p->hi - 1) & 1) == bit;
+    const int i0 = h0 + lo_edge, i1 = h1 - hi_edge;
+    if (p->ranks > 1)
+        s->split->full = 0;
+    if (stage_fit(s))
+        return -1;
+    if (g->edge_on_side) { /* the last set's edge layers, which this set's interior reads */
+        CK(cudaStreamWaitEvent(cudaStreamPerThread, g->ev_edge, 0));
+        g->edge_on_side = 0;
+    }
+    if (side_after_main(g) || launch_set(s, set, step, i0, i1, cudaStreamPerThread) || halo_finish(s))
+        return -1;
+    if (i1 < i0) { /* one layer, both edges: once */
+        if (launch_set(s, set, step, h0, h1, g->side))
+            return -1;
+    } else if ((lo_edge && launch_set(s, set, step, h0, h0 + 1, g->side)) ||
+               (hi_edge && launch_set(s, set, step, h1 - 1, h1, g->side)))
+        return -1;
+    CK(cudaEventRecord(g->ev_edge, g->side));
+    g->edge_on_side = 1;
+    g->side_used = 1;
+    return halo_start(s, bit);
+}
+
+int gpu_subsweep(hard_system *s, int set, uint64_t step)
+{
+    if (s->split)
+        return split_set(s, set, step);
+    return launch_set(s, set, step, 0, s->grid.half[s->grid.dim - 1], cudaStreamPerThread);
 }
 
 void swap_data(gpu_impl *g)
@@ -621,22 +904,46 @@ int gpu_shift(hard_system *s, carlo_cell_shift sh)
         swap_data(g);
         return 0;
     }
-    /* a split system's own cells (each gathers from itself and its neighbour along the shift,
-     * at worst a halo cell), then its halos: shifted here when the shift runs within the
-     * layers, else fetched from their owners; the stale layers are left alone (hard_cpu.c's
-     * split_shift) */
-    const int axis = s->dim - 1;
+    /* a split system's own cells (each gathers from itself and its neighbour along the shift),
+     * then its halos: shifted here when the shift runs within the layers, else fetched from
+     * their owners; the stale layers are left alone (hard_cpu.c's split_shift). Along the split
+     * axis the first and last layer read a halo: the interior layers shift on the main stream
+     * while the last exchange crosses, those two on the side stream after its halos. Along
+     * another axis every cell reads its own layer: all shift while the exchange crosses, then
+     * the halos on the main stream once they are there. */
+    const int axis = s->dim - 1, along = sh.axis == axis;
+    const int64_t lc = s->grid.ncells / s->grid.m[axis];
     int64_t c0, c1, h[2];
     hard_split_cells(s, &s->grid, &c0, &c1);
-    if (carlo_cells_dev_shift_range(&s->grid, &g->cur, &g->spare, sh, c0, c1, &g->ctr->flag, 0))
+    const int64_t i0 = along ? (c0 + lc < c1 ? c0 + lc : c1) : c0;
+    const int64_t i1 = along ? (c1 - lc > i0 ? c1 - lc : i0) : c1;
+    if (s->split->ranks > 1)
+        s->split->full = 0;
+    if (g->edge_on_side) { /* the last set's edge layers, which the shift reads */
+        CK(cudaStreamWaitEvent(cudaStreamPerThread, g->ev_edge, 0));
+        g->edge_on_side = 0;
+    }
+    if (side_after_main(g) || /* the side's shifts read the last set's interior */
+        (i1 > i0 && carlo_cells_dev_shift_range(&s->grid, &g->cur, &g->spare, sh, i0, i1, &g->ctr->flag, 0)) ||
+        halo_finish(s))
         return -1;
-    const int lc = hard_split_halo_cells(s, &s->grid, h);
-    for (int k = 0; lc && sh.axis != axis && k < 2; k++)
-        if (carlo_cells_dev_shift_range(&s->grid, &g->cur, &g->spare, sh, h[k], h[k] + lc, &g->ctr->flag, 0))
+    if (along) {
+        const int64_t e[2][2] = {{c0, i0}, {i1, c1}};
+        for (int k = 0; k < 2; k++)
+            if (e[k][1] > e[k][0] && carlo_cells_dev_shift_range(&s->grid, &g->cur, &g->spare, sh, e[k][0],
+                                                                 e[k][1], &g->ctr->flag, g->side))
+                return -1;
+        g->side_used = 1;
+    }
+    if (split_settle(s))
+        return -1;
+    const int hc = along ? 0 : hard_split_halo_cells(s, &s->grid, h);
+    for (int k = 0; hc && k < 2; k++)
+        if (carlo_cells_dev_shift_range(&s->grid, &g->cur, &g->spare, sh, h[k], h[k] + hc, &g->ctr->flag, 0))
             return -1;
     swap_data(g);
-    if (sh.axis == axis)
-        return split_halos(s, -1);
+    if (along) /* the new edge layers on their way, across at the next set */
+        return side_after_main(g) || halo_start(s, -1) ? -1 : 0;
     return hard_split_after_shift(s, &g->mirror, sh.axis); /* no exchange: the layers are marked stale */
 }
 
@@ -711,6 +1018,8 @@ int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[
 
 int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
 {
+    if (split_settle(s))
+        return -1;
     swap_data(impl(s));
     if (s->split) { /* the whole new grid was cut on every rank */
         s->split->full = 1;
@@ -773,6 +1082,8 @@ int gpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *
 int gpu_translation_counts(hard_system *s, uint64_t *tried, uint64_t *accepted)
 {
     gpu_impl *g = impl(s);
+    if (split_settle(s)) /* the edge layers' moves are counted on the side stream */
+        return -1;
     dev_counters h;
     CK(cudaMemcpy(&h, g->ctr, sizeof h, cudaMemcpyDeviceToHost));
     if (h.flag & 1u)
@@ -787,6 +1098,8 @@ int gpu_translation_counts(hard_system *s, uint64_t *tried, uint64_t *accepted)
 
 int gpu_sync(hard_system *s)
 {
+    if (split_settle(s))
+        return -1;
     CK(cudaStreamSynchronize(cudaStreamPerThread));
     return check_flag(impl(s));
 }
@@ -795,6 +1108,8 @@ int gpu_sites(hard_system *s)
 {
     gpu_impl *g = impl(s);
     const size_t bytes = (size_t)s->N * 3 * sizeof(double);
+    if (split_settle(s)) /* no edge layers' update reading the old sites */
+        return -1;
     if (!g->sites)
         CK_MALLOC(&g->sites, bytes, "tether sites");
     CK(cudaMemcpy(g->sites, s->sites, bytes, cudaMemcpyHostToDevice));

@@ -186,43 +186,61 @@ void hard_split_edge_layers(const hard_system *s, int bit, int out[2], int in[2]
     }
 }
 
+void hard_split_neighbours(const hard_system *s, int dest[2], int src[2])
+{
+    const hard_split *p = s->split;
+    const int up = (p->rank + 1) % p->ranks, down = (p->rank + p->ranks - 1) % p->ranks;
+    dest[0] = src[1] = up;
+    dest[1] = src[0] = down;
+}
+
+size_t hard_split_layer_bytes(const hard_system *s)
+{
+    return layer_bytes(&s->grid, s->split->axis);
+}
+
 /* The halo layers, both ways at once: the last layer up (the upper neighbour's lower halo), the
  * first layer down (the lower neighbour's upper halo), periodic. bit >= 0: only layers of that
  * parity, which are those the set just updated changed (m is even, so parity survives the
  * wrap; the two ranks of a message agree on whether it is sent). */
-static int exchange(hard_system *s, const carlo_cell_data *d, int bit)
+int hard_split_exchange_packed(hard_system *s, int bit, uint8_t *const send[2], uint8_t *const recv[2])
 {
     hard_split *p = s->split;
-    const carlo_cell_grid *g = &s->grid;
-    const int n = (int)layer_bytes(g, p->axis);
-    uint8_t *b = buffer(p, 4 * (size_t)n);
-    if (!b)
-        return -1;
-    int out[2], in[2];
+    const int n = (int)layer_bytes(&s->grid, p->axis);
+    int out[2], in[2], dest[2], src[2];
     hard_split_edge_layers(s, bit, out, in);
-    const int up = (p->rank + 1) % p->ranks, down = (p->rank + p->ranks - 1) % p->ranks;
-    const int dest[2] = {up, down}, src[2] = {down, up};
-    uint8_t *const sb[2] = {b, b + n}, *const rb[2] = {b + 2 * n, b + 3 * n};
+    hard_split_neighbours(s, dest, src);
     int ns[2], nr[2];
     for (int k = 0; k < 2; k++) {
         ns[k] = out[k] >= 0 ? n : 0;
         nr[k] = in[k] >= 0 ? n : 0;
-        if (ns[k])
-            pack(g, p->axis, d, out[k], sb[k]);
     }
-    if (carlo_mpi_exchange2(sb, ns, dest, rb, nr, src, TAG_HALO))
-        return -1;
-    for (int k = 0; k < 2; k++)
-        if (nr[k])
-            unpack(g, p->axis, d, in[k], rb[k]);
-    return 0;
+    if (p->ranks > 1)
+        p->full = 0;
+    return carlo_mpi_exchange2(send, ns, dest, recv, nr, src, TAG_HALO);
 }
 
-int hard_split_exchange(hard_system *s, const carlo_cell_data *d, int bit)
+/* hard_split_exchange_packed from and to the cells of d. */
+static int exchange(hard_system *s, const carlo_cell_data *d, int bit)
 {
-    if (s->split->ranks > 1)
-        s->split->full = 0;
-    return exchange(s, d, bit);
+    hard_split *p = s->split;
+    const carlo_cell_grid *g = &s->grid;
+    const size_t n = layer_bytes(g, p->axis);
+    uint8_t *b = buffer(p, 4 * n);
+    if (!b)
+        return -1;
+    int out[2], in[2];
+    hard_split_edge_layers(s, bit, out, in);
+    uint8_t *const sb[2] = {b, b + n}, *const rb[2] = {b + 2 * n, b + 3 * n};
+    for (int k = 0; k < 2; k++)
+        if (out[k] >= 0)
+            pack(g, p->axis, d, out[k], sb[k]);
+    if (hard_split_exchange_packed(s, bit, sb, rb))
+        return -1;
+    for (int k = 0; k < 2; k++)
+        if (in[k] >= 0)
+            unpack(g, p->axis, d, in[k], rb[k]);
+    return 0;
 }
 
 int hard_split_after_set(hard_system *s, const carlo_cell_data *d, int set)

@@ -2,7 +2,7 @@
  * rank updates the cell layers of one slab along the grid's last axis (y for disks, z for
  * spheres) and keeps the layer on either side, its neighbours' last and first, current; the
  * CPU backend (hard_cpu.c) calls these around its loops, the GPU one (cuda/hard.cu) around its
- * kernels, on a host copy of the grid that only the layers exchanged cross to and from.
+ * kernels, the halo layers packed on the device and the gathers on a host copy of the grid.
  *
  * Every rank holds storage for the whole grid, laid out as an undecomposed system's, so that a
  * cell has the same index, the same random numbers and the same neighbours on every rank: a
@@ -46,16 +46,23 @@ void hard_split_active(const hard_system *s, int set, int64_t *t0, int64_t *t1);
 /* The layers an exchange moves: out[k] sent, in[k] received (k = 0: the last layer up and the
  * lower halo from below; k = 1: the first layer down and the upper halo from above), -1 for a
  * layer not moved (bit >= 0: the layers of that parity only, as after a set; -1: all, as after
- * a shift along the split axis). The GPU backend copies exactly these between its device and a
- * host copy of the grid around hard_split_exchange. */
+ * a shift along the split axis). */
 void hard_split_edge_layers(const hard_system *s, int bit, int out[2], int in[2]);
+/* The ranks of an exchange's messages: dest[k] receives out[k], src[k] sends in[k] (k = 0: up,
+ * from below; k = 1: down, from above; periodic). */
+void hard_split_neighbours(const hard_system *s, int dest[2], int src[2]);
+/* The bytes of one layer packed: its cell counts, then every position and word plane slot by
+ * slot, each a run of the layer's cells (4 bytes a cell), as the halo messages carry it. */
+size_t hard_split_layer_bytes(const hard_system *s);
+/* The exchange of hard_split_after_set (bit: the set's parity along the split axis) or of
+ * hard_split_after_shift along the split axis (bit = -1) with the caller's packing: send[k]
+ * holds layer out[k] packed (k with out[k] >= 0), recv[k] receives layer in[k], each
+ * hard_split_layer_bytes long. Made on one rank too (to itself, an identity): the GPU backend
+ * packs on the device into page-locked buffers and stages its halos so, and its split over one
+ * rank then costs what the staging costs. */
+int hard_split_exchange_packed(hard_system *s, int bit, uint8_t *const send[2], uint8_t *const recv[2]);
 /* After the update of set `set`: the layers of that set at the slab's edges to the neighbours. */
 int hard_split_after_set(hard_system *s, const carlo_cell_data *d, int set);
-/* The exchange of hard_split_after_set (bit: the set's parity along the split axis) or of
- * hard_split_after_shift along the split axis (bit = -1), made on one rank too (to itself, an
- * identity): the GPU backend stages its halos so, and its split over one rank then costs what
- * the staging costs. */
-int hard_split_exchange(hard_system *s, const carlo_cell_data *d, int bit);
 /* After a cell shift of this rank's layers along axis: both halo layers from the neighbours when
  * the shift crossed the slabs' edges; a shift along another axis stays within each layer, and
  * the backend shifts the halo layers too (hard_split_halo_cells), from the halos it holds. */

@@ -60,10 +60,20 @@ int carlo_mpi_init(int *argc, char ***argv)
     return 0;
 }
 
+/* The shared windows made (carlo_mpi_shared_alloc), freed at the end. */
+static MPI_Win *windows;
+static int nwindows;
+
 void carlo_mpi_finalize(void)
 {
-    if (active())
-        MPI_Finalize();
+    if (!active())
+        return;
+    for (int k = 0; k < nwindows; k++)
+        MPI_Win_free(&windows[k]);
+    free(windows);
+    windows = NULL;
+    nwindows = 0;
+    MPI_Finalize();
 }
 
 void carlo_mpi_abort(int code)
@@ -302,6 +312,61 @@ int carlo_mpi_exchange2(uint8_t *const send[2], const int nsend[2], const int de
     for (int k = 0; k < 2 && rc == MPI_SUCCESS; k++)
         if (nsend[k] > 0)
             rc = MPI_Isend(send[k], nsend[k], MPI_BYTE, dest[k], tag + k, MPI_COMM_WORLD, &req[n++]);
+    if (rc != MPI_SUCCESS)
+        return check(rc, "MPI_Isend/MPI_Irecv");
+    return check(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
+}
+
+int carlo_mpi_shared_alloc(size_t bytes, uint8_t **base)
+{
+    if (!active())
+        return 0;
+    MPI_Comm node;
+    if (check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type"))
+        return -1;
+    int n = 0, size = carlo_mpi_size();
+    MPI_Comm_size(node, &n);
+    if (n != size) { /* the same answer on every rank */
+        MPI_Comm_free(&node);
+        return 0;
+    }
+    MPI_Win *w = realloc(windows, (size_t)(nwindows + 1) * sizeof *w);
+    if (!w) {
+        MPI_Comm_free(&node);
+        return carlo_seterr("out of memory for the shared windows");
+    }
+    windows = w;
+    void *mine = NULL;
+    /* the ranks of node in the order of MPI_COMM_WORLD (split with key 0 keeps it) */
+    int rc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, MPI_INFO_NULL, node, &mine, &windows[nwindows]);
+    MPI_Comm_free(&node);
+    if (check(rc, "MPI_Win_allocate_shared"))
+        return -1;
+    MPI_Win win = windows[nwindows++];
+    for (int r = 0; r < size; r++) {
+        MPI_Aint len = 0;
+        int unit = 0;
+        void *at = NULL;
+        if (check(MPI_Win_shared_query(win, r, &len, &unit, &at), "MPI_Win_shared_query"))
+            return -1;
+        base[r] = at;
+    }
+    return 1;
+}
+
+int carlo_mpi_notify2(const int to[2], const int from[2], int tag)
+{
+    if (!active())
+        return 0;
+    MPI_Request req[4];
+    int n = 0, rc = MPI_SUCCESS;
+    for (int k = 0; k < 2 && rc == MPI_SUCCESS; k++)
+        if (from[k] >= 0)
+            rc = MPI_Irecv(NULL, 0, MPI_BYTE, from[k], tag + k, MPI_COMM_WORLD, &req[n++]);
+    for (int k = 0; k < 2 && rc == MPI_SUCCESS; k++)
+        if (to[k] >= 0)
+            rc = MPI_Isend(NULL, 0, MPI_BYTE, to[k], tag + k, MPI_COMM_WORLD, &req[n++]);
     if (rc != MPI_SUCCESS)
         return check(rc, "MPI_Isend/MPI_Irecv");
     return check(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall");

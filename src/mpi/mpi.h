@@ -64,6 +64,17 @@ int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src,
 int carlo_mpi_exchange2(uint8_t *const send[2], const int nsend[2], const int dest[2],
                         uint8_t *const recv[2], const int nrecv[2], const int src[2], int tag);
 
+/* bytes of memory for each rank, shared by the ranks of one machine (an MPI-3 shared window):
+ * base[r] (size entries) is rank r's part as this process maps it, the parts one contiguous
+ * range from base[0]. Returns 1 when made, 0 when the ranks are not all on this machine (or
+ * without MPI): nothing made, no message; -1 on an error. Collective; the memory lives until
+ * carlo_mpi_finalize (freeing it is collective too, and a system may be collected at different
+ * moments on different ranks). */
+int carlo_mpi_shared_alloc(size_t bytes, uint8_t **base);
+/* Notes of no bytes: one to rank to[k] and one from rank from[k] with tag tag + k (k = 0, 1;
+ * -1: none), all at once. */
+int carlo_mpi_notify2(const int to[2], const int from[2], int tag);
+
 #ifdef __cplusplus
 }
 #endif

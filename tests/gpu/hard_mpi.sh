@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/hard_mpi.sh — hard disks and spheres split over the GPUs of 1, 2 and 4 ranks
+# tests/gpu/hard_mpi.sh — hard disks and spheres split over the GPUs of 1, 2, 3 and 4 ranks
 # (tests/gpu/hard_mpi.lua checks each run against one GPU and the CPU; here the files of the
 # runs are compared too, and with the run of one process without mpirun); a checkpoint saved on
 # 4 ranks continues on 2, saved again continues on 1. Ranks take GPUs by node-local rank modulo
@@ -27,7 +27,7 @@ fi
 MPIRUN=${MPIRUN/timeout 120/timeout 600}
 T=$MPI_TMP
 "$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/plain" || echo "FAIL gpu/hard_mpi/plain: exited $?"
-for n in 1 2 4; do
+for n in 1 2 3 4; do
     $MPIRUN -np $n "$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/np$n" ||
         echo "FAIL gpu/hard_mpi/np$n: mpirun exited $?"
     same "gpu/hard_mpi/np${n}_file" "$T/plain" "$T/np$n"
