@@ -874,12 +874,7 @@ int gpu_subsweep(hard_system *s, int set, uint64_t step)
 
 void swap_data(gpu_impl *g)
 {
-    carlo_cell_data t = g->cur;
-    g->cur = g->spare;
-    g->spare = t;
-    carlo_cell_grid sg = g->cur_grid;
-    g->cur_grid = g->spare_grid;
-    g->spare_grid = sg;
+    carlo_cell_data_swap(&g->cur, &g->cur_grid, &g->spare, &g->spare_grid);
 }
 
 /* Overflows are impossible for hard particles without overlaps; one is checked at the next

@@ -207,12 +207,7 @@ int check_flag(gpu_impl *g)
 
 void swap_data(gpu_impl *g)
 {
-    const carlo_cell_data t = g->cur;
-    const carlo_cell_grid tg = g->cur_grid;
-    g->cur = g->spare;
-    g->cur_grid = g->spare_grid;
-    g->spare = t;
-    g->spare_grid = tg;
+    carlo_cell_data_swap(&g->cur, &g->cur_grid, &g->spare, &g->spare_grid);
 }
 
 int gpu_shift(shape_system *s, carlo_cell_shift sh)
