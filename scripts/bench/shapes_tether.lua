@@ -3,10 +3,12 @@
 --           lambda ladder (Gauss-Legendre in ln(lambda + 1), lambda up to 2e4);
 --   shapes: pentagons N = 2^20 at phi = 0.676 and dodecahedra N = 2^19 compressed to phi = 0.5,
 --           with the launch the tuner chose, then under every launch fixed by hand.
---   fl_ensemble: the 12-node ladder advanced together (carlo.advance) against 12 untethered systems.
+--   fl_ensemble: the 12-node ladder advanced together (carlo.advance) against 12 untethered systems;
+--   npt:    NPT pentagons (N = 2^16 and 2^18 on the GPU, 4096 on one CPU thread), milliseconds a
+--           sweep with its volume move, and the NVT sweep of the same system.
 -- Timing: 0.3 s of warm-up, then the median of repeats, each ended by a sync; moves counted by
 -- the systems' own counters.
---   build/carlo scripts/bench.lua shapes_tether [fl|fl_ensemble|shapes]
+--   build/carlo scripts/bench.lua shapes_tether [fl|fl_ensemble|shapes|npt]
 local carlo = require "carlo"
 carlo.quiet(true)
 if #carlo.devices().gpus == 0 then print("no GPU: this benchmark needs one"); return end
@@ -135,4 +137,40 @@ if which == "all" or which == "shapes" then
     { team = 4, capped = true }, { team = 8, capped = true } }))
   d:close()
   print(("dodecahedra 1024, one CPU thread, phi = %.3f: %.3e moves/s; GPU / CPU %.0f"):format(dc.phi, dcr, dr / dcr))
+end
+if which == "all" or which == "npt" then
+  -- NPT pentagons at beta P = 6 from a hex start at phi = 0.6: the time of a sweep with its one
+  -- volume move (the cells scaled, re-cut and checked where they live), the same system's NVT
+  -- sweep beside it, and one CPU thread's NPT sweep of N = 4096
+  local pent = carlo.shapes.pentagon.vertices
+  local function sweep_ms(sys, sweeps)
+    sys:run{ sweeps = 5 }
+    sys:sync()
+    local r = {}
+    for _ = 1, 3 do
+      local t0 = carlo.clock()
+      sys:run{ sweeps = sweeps }
+      sys:sync()
+      r[#r + 1] = (carlo.clock() - t0) / sweeps * 1e3
+    end
+    return median(r)
+  end
+  local function pentagons(N, dev)
+    return carlo.hard_polygons{ vertices = pent, N = N, phi = 0.6, init = "hex", seed = 3, device = dev, pressure = 6,
+                                quiet = true }
+  end
+  for _, N in ipairs{ 65536, 262144 } do
+    local s = pentagons(N, "gpu")
+    local npt = sweep_ms(s, 20)
+    local acc = s:observe().volume_acceptance
+    s.pressure = nil
+    local nvt = sweep_ms(s, 20)
+    s:close()
+    print(("pentagons N = %d, beta P = 6: GPU %.3f ms a sweep with its volume move (acceptance %.2f), %.3f ms NVT")
+      :format(N, npt, acc, nvt))
+  end
+  carlo.threads(1)
+  local c = pentagons(4096, "cpu")
+  print(("pentagons N = 4096, beta P = 6, one CPU thread: %.3f ms a sweep with its volume move"):format(sweep_ms(c, 3)))
+  carlo.threads("auto")
 end

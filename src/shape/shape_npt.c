@@ -97,6 +97,8 @@ static void carry(const carlo_box *ob, const carlo_box *nb, int dim, int64_t N, 
  * the overlap check of the carried centres, and on success the cells re-gridded (grid g for rb)
  * with the particles placed anew (host side, on every backend: the same chain on the CPU and
  * the GPU). *done: 1 when the move was realized. */
+static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box *nb, int *done);
+
 static int realize_box(shape_system *s, const carlo_cell_grid *g, const carlo_box *nb, const carlo_box *rb,
                        int *done)
 {
@@ -127,8 +129,9 @@ static int realize_box(shape_system *s, const carlo_cell_grid *g, const carlo_bo
 
 /* A move of ln V by a uniform amount in [-dlnV, dlnV], realized on the grid planned for the new
  * box (its widths exact, so the realized volume is the one the acceptance sees, as the hard
- * disks do): first the pressure test, then the centres scaled (orientations kept) and checked for
- * overlaps; an accepted box re-grids the cells and places the particles anew. */
+ * disks do): first the pressure test, then the cells scaled and re-cut for the new grid on the
+ * backend (orientations kept) and checked for overlaps there, as the length moves are
+ * (scale_box); the serial reference carries its centres and checks them on the host. */
 int shape_volume_move(shape_system *s)
 {
     if (carlo_sys_alive(&s->sys))
@@ -151,8 +154,10 @@ int shape_volume_move(shape_system *s)
     const double V = carlo_box_volume(&s->box), Vn = carlo_box_volume(&real);
     if (!shape_volume_accept(s->pressure, s->N, V, Vn, carlo_u01(r.v[2], r.v[3])))
         return 0;
+    /* the cells scaled on the backend (the GPU's own, no trip through the host), the serial
+     * reference's centres carried on the host */
     int done;
-    int rc = realize_box(s, &g, &real, &real, &done);
+    int rc = s->serial ? realize_box(s, &g, &real, &real, &done) : scale_box(s, &g, &real, &done);
     if (done)
         s->vcnt[1]++;
     return rc;
