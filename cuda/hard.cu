@@ -82,9 +82,9 @@ __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
  * GATHER, each thread's neighbour list lives in dynamic shared memory, entries a block's
  * thread count apart (consecutive threads, consecutive banks). With TETHER, the harmonic tether
  * th (Frenkel-Ladd runs) decides each move before its overlap tests, as on the CPU; without,
- * th is never read and the kernel is the untethered one. With SKEW (a triclinic box; only with
- * CACHE = GATHER = TETHER = 0), the overlap tests take the tilts of mv; without, the kernel is
- * the orthorhombic one, tilts never read. Only the active cells whose coordinate along the last
+ * th is never read and the kernel is the untethered one. With SKEW (a triclinic box; never with
+ * TETHER, which a tilted box refuses), the neighbour lists and the overlap tests take the tilts
+ * of mv; without, the kernel is the orthorhombic one, tilts never read. Only the active cells whose coordinate along the last
  * axis (y in 2D, z in 3D) is 2 k + parity with k in [h0, h1) are updated (a split system's slab;
  * 0 and g.half[dim - 1] for the whole grid). */
 template <int DIM, int NMAX, int CACHE, int GATHER, int TETHER, int SKEW = 0>
@@ -123,11 +123,12 @@ __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_c
  * Metropolis uniforms of moves l, l + T, ... and their logarithms ahead, with the displacements,
  * and the offsets of those moves' sites (carlo_tether_offset), so neither a draw nor a site's
  * load waits inside a move; the tags of the cell's particles sit in shared memory.
- * Without TETHER, th is never read. Only the active cells t in [h0 p, h1 p) are updated, p the
- * active cells of one layer (subsweep_kernel's h0 and h1). */
+ * Without TETHER, th is never read. With SKEW (never with TETHER), the lists and the overlap
+ * tests take the tilts of mv, as hard_cell_update does. Only the active cells t in [h0 p, h1 p)
+ * are updated, p the active cells of one layer (subsweep_kernel's h0 and h1). */
 #define HARD_TEAM_THREADS 128
 
-template <int DIM, int NMAX, int T, int TETHER>
+template <int DIM, int NMAX, int T, int TETHER, int SKEW>
 __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid g, float *pos,
                                                                 const uint32_t *__restrict__ count,
                                                                 int set, hard_moves mv, uint64_t seed,
@@ -139,6 +140,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
     __shared__ float list_s[LIST * DIM][HARD_TEAM_THREADS]; /* entry k, axis a of a thread */
     __shared__ uint32_t tag_s[TETHER ? HARD_TEAM_THREADS / T : 1][TETHER ? NMAX : 1];
     const int lane = threadIdx.x & 31, tl = threadIdx.x % T, team = threadIdx.x / T;
+    const float *const tilt = SKEW ? mv.tilt : NULL;
     const int lead = lane & ~(T - 1);
     const int64_t per = carlo_cell_set_size(&g) / g.half[DIM - 1]; /* active cells a layer */
     const int64_t t = (int64_t)h0 * per + (int64_t)blockIdx.x * (HARD_TEAM_THREADS / T) + team;
@@ -167,7 +169,7 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
         /* this lane's neighbour cells: numbers tl, tl + T, ... of the 3^DIM - 1 around, into
          * its list (entry k, axis a at list_s[k * DIM + a][threadIdx.x]) */
         nl = hard_gather_cells(DIM, NMAX, &g, pos, count, xyz, tl, T, &list_s[0][threadIdx.x],
-                               HARD_TEAM_THREADS, LIST, NULL);
+                               HARD_TEAM_THREADS, LIST, tilt);
         scan = nl < 0; /* an overflowed list: the lane scans its cells instead */
         if (scan)
             nl = 0;
@@ -224,18 +226,18 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
             hit = tag == 0u || !hard_tether_metropolis(carlo_tether_dE(th.lambda, th.L, DIM, cc, own[i], tp), u, nlu);
         }
         for (int j = tl; j < n && !hit; j += T)
-            hit = j != i && hard_d2_here(DIM, tp, own[j], NULL) < 1.0f;
+            hit = j != i && hard_d2_here(DIM, tp, own[j], tilt) < 1.0f;
         for (int e = 0; e < nl && !hit; e++) {
             float p[3] = {0.0f, 0.0f, 0.0f};
             for (int a = 0; a < DIM; a++)
                 p[a] = list_s[e * DIM + a][threadIdx.x];
-            hit = hard_d2_here(DIM, tp, p, NULL) < 1.0f;
+            hit = hard_d2_here(DIM, tp, p, tilt) < 1.0f;
         }
         if (scan && !hit) /* an overflowed list: this lane's cells, every particle */
             for (int q = tl; q < NQ && !hit; q += T) {
                 int off[3];
                 hard_nb_offset(DIM, q, off);
-                hit = hard_overlaps_cell(DIM, NMAX, &g, pos, count, xyz, off, tp, NULL);
+                hit = hard_overlaps_cell(DIM, NMAX, &g, pos, count, xyz, off, tp, tilt);
             }
         const unsigned team_bits = (T == 32 ? FULL_WARP : ((1u << T) - 1u)) << lead;
         if ((__ballot_sync(FULL_WARP, hit) & team_bits) == 0) { /* no lane of the team found one */
@@ -741,30 +743,30 @@ int gpu_download(hard_system *s, carlo_cell_data *h)
 typedef void (*kernel_fn)(carlo_cell_grid, float *, const uint32_t *, int, hard_moves, uint64_t, uint64_t,
                           dev_counters *, hard_tether, int, int);
 
-template <int TETHER>
+template <int TETHER, int SKEW>
 kernel_fn team_for(int dim, int team)
 {
     if (dim == 2)
-        return team == 2   ? team_kernel<2, HARD_NMAX_2D, 2, TETHER>
-               : team == 4 ? team_kernel<2, HARD_NMAX_2D, 4, TETHER>
-                           : team_kernel<2, HARD_NMAX_2D, 8, TETHER>;
-    return team == 2   ? team_kernel<3, HARD_NMAX_3D, 2, TETHER>
-           : team == 4 ? team_kernel<3, HARD_NMAX_3D, 4, TETHER>
-                       : team_kernel<3, HARD_NMAX_3D, 8, TETHER>;
+        return team == 2   ? team_kernel<2, HARD_NMAX_2D, 2, TETHER, SKEW>
+               : team == 4 ? team_kernel<2, HARD_NMAX_2D, 4, TETHER, SKEW>
+                           : team_kernel<2, HARD_NMAX_2D, 8, TETHER, SKEW>;
+    return team == 2   ? team_kernel<3, HARD_NMAX_3D, 2, TETHER, SKEW>
+           : team == 4 ? team_kernel<3, HARD_NMAX_3D, 4, TETHER, SKEW>
+                       : team_kernel<3, HARD_NMAX_3D, 8, TETHER, SKEW>;
 }
 
-template <int TETHER>
+template <int TETHER, int SKEW>
 kernel_fn subsweep_for(int dim, int cache, int gather)
 {
     if (dim == 2)
-        return cache ? (gather ? subsweep_kernel<2, HARD_NMAX_2D, 1, 1, TETHER>
-                               : subsweep_kernel<2, HARD_NMAX_2D, 1, 0, TETHER>)
-                     : (gather ? subsweep_kernel<2, HARD_NMAX_2D, 0, 1, TETHER>
-                               : subsweep_kernel<2, HARD_NMAX_2D, 0, 0, TETHER>);
-    return cache ? (gather ? subsweep_kernel<3, HARD_NMAX_3D, 1, 1, TETHER>
-                           : subsweep_kernel<3, HARD_NMAX_3D, 1, 0, TETHER>)
-                 : (gather ? subsweep_kernel<3, HARD_NMAX_3D, 0, 1, TETHER>
-                           : subsweep_kernel<3, HARD_NMAX_3D, 0, 0, TETHER>);
+        return cache ? (gather ? subsweep_kernel<2, HARD_NMAX_2D, 1, 1, TETHER, SKEW>
+                               : subsweep_kernel<2, HARD_NMAX_2D, 1, 0, TETHER, SKEW>)
+                     : (gather ? subsweep_kernel<2, HARD_NMAX_2D, 0, 1, TETHER, SKEW>
+                               : subsweep_kernel<2, HARD_NMAX_2D, 0, 0, TETHER, SKEW>);
+    return cache ? (gather ? subsweep_kernel<3, HARD_NMAX_3D, 1, 1, TETHER, SKEW>
+                           : subsweep_kernel<3, HARD_NMAX_3D, 1, 0, TETHER, SKEW>)
+                 : (gather ? subsweep_kernel<3, HARD_NMAX_3D, 0, 1, TETHER, SKEW>
+                           : subsweep_kernel<3, HARD_NMAX_3D, 0, 0, TETHER, SKEW>);
 }
 
 /* The update of set `set` in the active cells whose coordinate along the last axis is 2 k +
@@ -794,13 +796,11 @@ int launch_set(hard_system *s, int set, uint64_t step, int h0, int h1, cudaStrea
     dim3 grid((unsigned)((gr.half[0] + bx - 1) / bx),
               (unsigned)(gr.dim == 3 ? (gr.half[1] + by - 1) / by : (h1 - h0 + by - 1) / by),
               (unsigned)(gr.dim == 3 ? h1 - h0 : 1));
-    if (s->mv.skew) { /* a triclinic box: one thread per cell, its neighbours scanned per move */
-        kernel_fn k = gr.dim == 2 ? subsweep_kernel<2, HARD_NMAX_2D, 0, 0, 0, 1>
-                                  : subsweep_kernel<3, HARD_NMAX_3D, 0, 0, 0, 1>;
-        k<<<grid, block, 0, st>>>(gr, g->cur.pos, g->cur.count, set, s->mv, s->seed, step, g->ctr, th, h0, h1);
-        CK(cudaGetLastError());
-    } else if (la.team > 1) {
-        kernel_fn k = tether ? team_for<1>(gr.dim, la.team) : team_for<0>(gr.dim, la.team);
+    /* a triclinic box (never tethered) takes the kernels' SKEW forms */
+    const int skew = s->mv.skew != 0;
+    if (la.team > 1) {
+        kernel_fn k = skew ? team_for<0, 1>(gr.dim, la.team)
+                           : (tether ? team_for<1, 0>(gr.dim, la.team) : team_for<0, 0>(gr.dim, la.team));
         const int64_t per = HARD_TEAM_THREADS / la.team;
         const int64_t cells = carlo_cell_set_size(&gr) / gr.half[gr.dim - 1] * (h1 - h0);
         const unsigned blocks = (unsigned)((cells + per - 1) / per);
@@ -817,7 +817,9 @@ int launch_set(hard_system *s, int set, uint64_t step, int h0, int h1, cudaStrea
         const int gather = la.gather != 0 && smem <= g->smem_max;
         if (!gather)
             smem = 0;
-        kernel_fn k = tether ? subsweep_for<1>(gr.dim, cache, gather) : subsweep_for<0>(gr.dim, cache, gather);
+        kernel_fn k = skew ? subsweep_for<0, 1>(gr.dim, cache, gather)
+                           : (tether ? subsweep_for<1, 0>(gr.dim, cache, gather)
+                                     : subsweep_for<0, 0>(gr.dim, cache, gather));
         /* lists of large blocks need more than the default 48 KiB of shared memory per block */
         if (smem > 48 * 1024)
             CK(carlo_smem_raise((const void *)k, smem));

@@ -100,8 +100,8 @@ c:run{ sweeps = 100 }
 g:run{ sweeps = 100 }
 same("gpu/hard/bitwise-disks-npt-volume-moves", c, g)
 
--- triclinic boxes: the one-thread kernel with the tilts (SKEW), the pair scans of volume moves
--- and the pressure histograms with the tilts, against the CPU
+-- triclinic boxes: the kernels with the tilts (SKEW) in every launch form, the pair scans of
+-- volume moves and the pressure histograms with the tilts, against the CPU
 local function hex_tilted(nx, rows, shift, phi)
   local a = math.sqrt(math.pi / 4 / phi * 2 / math.sqrt(3))
   local h = a * math.sqrt(3) / 2
@@ -161,11 +161,24 @@ do
   hg = g:sample{ sweeps = 20, every = 4, series = true, steinhardt = true }
   check.ok("gpu/hard/pressure-bitwise-spheres-tilted", hc.series.P_gr == hg.series.P_gr and
     hc.series.P_sdf == hg.series.P_sdf and hc.series.Q6 == hg.series.Q6)
-  -- the launch options do not apply to tilted boxes (one form): the chain stays the CPU's
-  g:launch{ team = 4, gather = true }
-  c:run{ sweeps = 50 }
-  g:run{ sweeps = 50 }
-  same("gpu/hard/bitwise-spheres-tilted-launch", c, g)
+  -- every launch form takes the tilts: the chain stays the CPU's
+  local forms = { { team = 1, gather = true, variant = "registers" }, { team = 1, gather = true, variant = "memory" },
+                  { team = 1, gather = false, variant = "registers" }, { team = 1, gather = false, variant = "memory" },
+                  { team = 2 }, { team = 4 }, { team = 8 } }
+  for k, f in ipairs(forms) do
+    g:launch(f)
+    c:run{ sweeps = 30 }
+    g:run{ sweeps = 30 }
+    same("gpu/hard/bitwise-spheres-tilted-launch-" .. k, c, g)
+  end
+  x, box = hex_tilted(64, 63, 16.5, 0.70)
+  local cd, gd = pair(carlo.hard_disks, { init = { position = x, box = box }, seed = 24 })
+  for k, f in ipairs(forms) do
+    gd:launch(f)
+    cd:run{ sweeps = 40 }
+    gd:run{ sweeps = 40 }
+    same("gpu/hard/bitwise-disks-tilted-launch-" .. k, cd, gd)
+  end
   -- invariants of a larger tilted system after a longer run
   x, box = hex_tilted(256, 256, 64, 0.698)
   local big = carlo.hard_disks{ init = { position = x, box = box }, seed = 23, device = "gpu", quiet = true }
