@@ -240,7 +240,9 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
                 hit = hard_overlaps_cell(DIM, NMAX, &g, pos, count, xyz, off, tp, tilt);
             }
         const unsigned team_bits = (T == 32 ? FULL_WARP : ((1u << T) - 1u)) << lead;
-        if ((__ballot_sync(FULL_WARP, hit) & team_bits) == 0) { /* no lane of the team found one */
+        const bool none = (__ballot_sync(FULL_WARP, hit) & team_bits) == 0;
+        __syncwarp(); /* every lane's reads of own[i] before lane 0 writes it (a vote orders no memory) */
+        if (none) { /* no lane of the team found one */
             if (tl == 0)
                 for (int a = 0; a < DIM; a++)
                     own[i][a] = tp[a];
