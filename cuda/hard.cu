@@ -508,10 +508,10 @@ int mirror_fit(hard_system *s)
  * main stream (they read no halo layer), and its cells in the slab's first and last layer on
  * the side stream, once the halos of the last exchange are up; the two parts touch different
  * cells of one set and read only cells of other sets, so they run at once. The edge layers then
- * go down (packed on the device into one run each, copied to page-locked memory) on the side
- * stream while the next set's interior runs, and cross to the neighbours and up again at the
- * next set, before its edge layers: each exchange hides behind an interior's update. Every
- * other operation first waits for the exchange under way and the side stream (split_settle).
+ * go out (packed by the device straight into page-locked host memory) on the side stream while
+ * the next set's interior runs, and cross to the neighbours and come in at the next set, before
+ * its edge layers: each exchange hides behind an interior's update. Every other operation
+ * first waits for the exchange under way and the side stream (split_settle).
  * On one rank too (the layers come back to where they were): a split over one rank measures
  * what the staging costs. */
 
