@@ -84,9 +84,9 @@ __device__ __forceinline__ void warp_add(unsigned long long *to, unsigned int v)
  * th (Frenkel-Ladd runs) decides each move before its overlap tests, as on the CPU; without,
  * th is never read and the kernel is the untethered one. With SKEW (a triclinic box; never with
  * TETHER, which a tilted box refuses), the neighbour lists and the overlap tests take the tilts
- * of mv; without, the kernel is the orthorhombic one, tilts never read. Only the active cells whose coordinate along the last
- * axis (y in 2D, z in 3D) is 2 k + parity with k in [h0, h1) are updated (a split system's slab;
- * 0 and g.half[dim - 1] for the whole grid). */
+ * of mv; without, the kernel is the orthorhombic one, tilts never read. Only the active cells
+ * whose coordinate along the last axis (y in 2D, z in 3D) is 2 k + parity with k in [h0, h1)
+ * are updated (a split system's slab; 0 and g.half[dim - 1] for the whole grid). */
 template <int DIM, int NMAX, int CACHE, int GATHER, int TETHER, int SKEW = 0>
 __global__ void __launch_bounds__(DIM == 2 ? 1024 : 256) subsweep_kernel(carlo_cell_grid g, float *pos,
                                                         const uint32_t *__restrict__ count, int set,
