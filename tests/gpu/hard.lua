@@ -165,20 +165,18 @@ do
   local forms = { { team = 1, gather = true, variant = "registers" }, { team = 1, gather = true, variant = "memory" },
                   { team = 1, gather = false, variant = "registers" }, { team = 1, gather = false, variant = "memory" },
                   { team = 2 }, { team = 4 }, { team = 8 } }
-  for k, f in ipairs(forms) do
-    g:launch(f)
-    c:run{ sweeps = 30 }
-    g:run{ sweeps = 30 }
-    same("gpu/hard/bitwise-spheres-tilted-launch-" .. k, c, g)
+  local function through_forms(what, cs, gs, sweeps)
+    for k, f in ipairs(forms) do
+      gs:launch(f)
+      cs:run{ sweeps = sweeps }
+      gs:run{ sweeps = sweeps }
+      same("gpu/hard/bitwise-" .. what .. "-tilted-launch-" .. k, cs, gs)
+    end
   end
+  through_forms("spheres", c, g, 30)
   x, box = hex_tilted(64, 63, 16.5, 0.70)
   local cd, gd = pair(carlo.hard_disks, { init = { position = x, box = box }, seed = 24 })
-  for k, f in ipairs(forms) do
-    gd:launch(f)
-    cd:run{ sweeps = 40 }
-    gd:run{ sweeps = 40 }
-    same("gpu/hard/bitwise-disks-tilted-launch-" .. k, cd, gd)
-  end
+  through_forms("disks", cd, gd, 40)
   -- invariants of a larger tilted system after a longer run
   x, box = hex_tilted(256, 256, 64, 0.698)
   local big = carlo.hard_disks{ init = { position = x, box = box }, seed = 23, device = "gpu", quiet = true }
