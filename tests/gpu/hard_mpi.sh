@@ -8,21 +8,8 @@
 # HARD_MPI_DEVICE=cpu runs the script with the CPU in the GPU's place (no GPU needed).
 set -u
 cd "$(dirname "$0")/../.."
-CARLO=${CARLO:-build/carlo}
-export LUA_PATH=${LUA_PATH:-"tests/lib/?.lua;;"}
-if ! "$CARLO" -e 'os.exit(carlo.mpi.built and 0 or 1)' >/dev/null 2>&1; then
-    echo "SKIP gpu/hard_mpi: this carlo was built without MPI (make MPI=1)"; exit 0
-fi
-launcher=${CARLO_MPIRUN:-mpirun}
-if ! command -v "${launcher%% *}" >/dev/null 2>&1; then
-    echo "SKIP gpu/hard_mpi: no ${launcher%% *}"; exit 0
-fi
-if [ "${HARD_MPI_DEVICE:-gpu}" = gpu ] &&
-    ! "$CARLO" -e 'os.exit(#carlo.devices().gpus > 0 and 0 or 1)' >/dev/null 2>&1; then
-    if [ "${CARLO_REQUIRE_GPU:-}" = 1 ]; then echo "FAIL gpu/hard_mpi: no GPU"; else
-        echo "SKIP gpu/hard_mpi: no GPU"; fi
-    exit 0
-fi
+. tests/lib/mpi_gpu.sh
+mpi_gpu_ready gpu/hard_mpi "${HARD_MPI_DEVICE:-gpu}" || exit 0
 . tests/lib/mpi.sh
 MPIRUN=${MPIRUN/timeout 120/timeout 600}
 T=$MPI_TMP
