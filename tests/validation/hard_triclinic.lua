@@ -12,39 +12,8 @@ local carlo = require "carlo"
 local check = require "check"
 if not check.gpu_or_skip("validate/hard/triclinic") then return end
 
-local function hex_tilted(nx, rows, shift, phi)
-  local a = math.sqrt(math.pi / 4 / phi * 2 / math.sqrt(3))
-  local h = a * math.sqrt(3) / 2
-  local Lx, Ly = nx * a, rows * h
-  local x = carlo.array("f64", { shape = { nx * rows, 2 } })
-  for j = 0, rows - 1 do
-    for i = 0, nx - 1 do
-      x[2 * (j * nx + i) + 1] = (i + 0.5 * j) * a - 0.5 * Lx
-      x[2 * (j * nx + i) + 2] = (j + 0.5) * h - 0.5 * Ly
-    end
-  end
-  return x, { Lx, Ly, xy = shift * a / Ly }
-end
-
-local function fcc_tilted(nx, rows, layers, shift, phi)
-  local a = (math.pi / 6 / phi * math.sqrt(2)) ^ (1 / 3) -- nearest-neighbour distance
-  local h, c = a * math.sqrt(3) / 2, a * math.sqrt(2 / 3)
-  local Lx, Ly, Lz = nx * a, rows * h, layers * c
-  local x = carlo.array("f64", { shape = { nx * rows * layers, 3 } })
-  local k = 0
-  for l = 0, layers - 1 do
-    local ox, oy = (l % 3) * 0.5 * a, (l % 3) * a / (2 * math.sqrt(3))
-    for j = 0, rows - 1 do
-      for i = 0, nx - 1 do
-        x[k + 1] = (i + 0.5 * j) * a + ox - 0.5 * Lx
-        x[k + 2] = (j + 0.25) * h + oy - 0.5 * Ly
-        x[k + 3] = (l + 0.5) * c - 0.5 * Lz
-        k = k + 3
-      end
-    end
-  end
-  return x, { Lx, Ly, Lz, shift * a / Ly, 0, 0 }
-end
+local tilted = require "tilted"
+local hex_tilted, fcc_tilted = tilted.hex, tilted.fcc
 
 local x, box = hex_tilted(256, 256, 64, 0.698)
 local disks = carlo.hard_disks{ init = { position = x, box = box }, seed = 31, device = "gpu", quiet = true }
