@@ -1,8 +1,9 @@
 /* hard_mpi.h — hard particles split over the MPI ranks (decompose = true, carlo-mpi(7)): each
  * rank updates the cell layers of one slab along the grid's last axis (y for disks, z for
  * spheres) and keeps the layer on either side, its neighbours' last and first, current; the
- * CPU backend (hard_cpu.c) calls these around its loops, the GPU one (cuda/hard.cu) around its
- * kernels, the halo layers packed on the device and the gathers on a host copy of the grid.
+ * CPU backend (hard_cpu.c) calls these around its loops, the GPU one (cuda/hard.cu and
+ * cuda/hard_split.cu) around its kernels, the halo layers packed on the device and the gathers
+ * on a host copy of the grid.
  *
  * Every rank holds storage for the whole grid, laid out as an undecomposed system's, so that a
  * cell has the same index, the same random numbers and the same neighbours on every rank: a
