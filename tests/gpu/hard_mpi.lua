@@ -24,23 +24,9 @@ local tag = ("_np%d%s"):format(n, load_from and "_stage" .. stage or "")
 if dev == "gpu" and not checks.gpu_or_skip("gpu/hard_mpi/split" .. tag) then return end
 
 -- every rank makes every check; a check passes when it holds on all of them
-local function check(name, cond, why)
-  local bad = carlo.mpi.sum(cond and 0 or 1)
-  checks.ok("gpu/hard_mpi/" .. name .. tag, bad == 0,
-    cond and ("fails on %d rank(s), not on rank 0"):format(bad) or why)
-end
+local check = checks.on_all_ranks("gpu/hard_mpi/", tag)
 
--- FNV-1a (64 bits, Lua's integers wrap) over the exact bits of every coordinate, by tag
-local function fingerprint(sys)
-  local h = -3750763034362895579 -- 0xcbf29ce484222325
-  for _, row in ipairs(sys:snapshot().position:totable()) do
-    for _, x in ipairs(row) do
-      local s = ("%a"):format(x)
-      for i = 1, #s do h = (h ~ s:byte(i)) * 1099511628211 end
-    end
-  end
-  return ("%016x"):format(h)
-end
+local fingerprint = checks.position_fingerprint
 
 -- everything that must agree between a split system and a whole one
 local function state(sys)

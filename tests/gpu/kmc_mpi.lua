@@ -24,11 +24,7 @@ local tag = ("_np%d%s"):format(n, load_from and "_stage" .. stage or "")
 if not checks.gpu_or_skip("gpu/kmc_mpi/split" .. tag) then return end
 
 -- every rank makes every check; a check passes when it holds on all of them (rank 0 prints)
-local function check(name, cond, why)
-  local bad = carlo.mpi.sum(cond and 0 or 1)
-  checks.ok("gpu/kmc_mpi/" .. name .. tag, bad == 0,
-    cond and ("fails on %d rank(s), not on rank 0"):format(bad) or why)
-end
+local check = checks.on_all_ranks("gpu/kmc_mpi/", tag)
 
 -- a 32-bit fingerprint of a list of rows of numbers (doubles by their bits)
 local function fingerprint(rows)

@@ -18,11 +18,7 @@ local tag = ("_np%d_%s%s"):format(n, halo, load_from and "_again" or "")
 if not checks.gpu_or_skip("gpu/potts_mpi/split" .. tag) then return end
 
 -- every rank makes every check; a check passes when it holds on all of them (rank 0 prints)
-local function check(name, cond, why)
-  local bad = carlo.mpi.sum(cond and 0 or 1)
-  checks.ok("gpu/potts_mpi/" .. name .. tag, bad == 0,
-    cond and ("fails on %d rank(s), not on rank 0"):format(bad) or why)
-end
+local check = checks.on_all_ranks("gpu/potts_mpi/", tag)
 local function lattice(sys, k)
   local rows = {}
   for i, row in ipairs(sys:snapshot(k).state:totable()) do rows[i] = table.concat(row, ",") end

@@ -66,4 +66,27 @@ function M.gpu_or_skip(name)
   return false
 end
 
+-- For scripts under mpirun: a check function that every rank calls and that passes when the
+-- condition holds on all of them (rank 0 prints its line), named prefix .. name .. suffix.
+function M.on_all_ranks(prefix, suffix)
+  return function(name, cond, why)
+    local bad = carlo.mpi.sum(cond and 0 or 1)
+    return M.ok(prefix .. name .. suffix, bad == 0,
+      cond and ("fails on %d rank(s), not on rank 0"):format(bad) or why)
+  end
+end
+
+-- FNV-1a (64 bits, Lua's integers wrap) over the exact bits of every coordinate of a particle
+-- system's snapshot, in tag order: the same string for the same configuration bit for bit.
+function M.position_fingerprint(sys)
+  local h = -3750763034362895579 -- 0xcbf29ce484222325
+  for _, row in ipairs(sys:snapshot().position:totable()) do
+    for _, x in ipairs(row) do
+      local s = ("%a"):format(x)
+      for i = 1, #s do h = (h ~ s:byte(i)) * 1099511628211 end
+    end
+  end
+  return ("%016x"):format(h)
+end
+
 return M

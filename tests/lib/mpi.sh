@@ -10,6 +10,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy
 # a rank that waits for ever on another (a collective one rank skipped) fails, not hangs
 MPIRUN="timeout 120 $MPIRUN"
 CARLO=${CARLO:-build/carlo}
+export LUA_PATH=${LUA_PATH:-"tests/lib/?.lua;;"} # tests/lib/check.lua for the scripts
 MPI_TMP=$(mktemp -d "${CARLO_TEST_TMP:-/tmp}/mpi.XXXXXX")
 
 # same NAME FILE_A FILE_B: PASS when the files are identical byte for byte.

@@ -20,18 +20,7 @@ local function check(name, cond, why)
     (load_from and "_again" or ""), why))
 end
 
--- FNV-1a (64 bits, Lua's integers wrap) over the exact bits of every coordinate, by tag
-local function fingerprint(sys)
-  local snap = sys:snapshot()
-  local h = -3750763034362895579 -- 0xcbf29ce484222325
-  for _, row in ipairs(snap.position:totable()) do
-    for _, x in ipairs(row) do
-      local s = ("%a"):format(x)
-      for i = 1, #s do h = (h ~ s:byte(i)) * 1099511628211 end
-    end
-  end
-  return ("%016x"):format(h)
-end
+local fingerprint = require("check").position_fingerprint
 
 local function pair(make, args)
   local split_args, whole_args = { decompose = true, device = "cpu" }, { device = "cpu" }
