@@ -10,9 +10,11 @@
 --   kmc      KMC sos_growth at bond = 1 (the paper's phi = 1), 4096 x 4096 sites a GPU: m =
 --            4096 R rows, n = 4096, whole on one GPU, decompose = true over several; from a
 --            flat start it grows for 10 x 4096^2 R events, then three runs of 5 x 4096^2 R
---            events are timed (events per second: the median of the three)
+--            events are timed (events per second and steps per second: the medians of the three)
 --   kmc_split1  the same 4096 x 4096 split over one rank (its halo rows sent to itself: the
 --            cost of deciding every step on the host)
+--   kmc_big  one rank, one GPU, the lattice of KMC_COPIES (4) GPUs whole: 4096 KMC_COPIES x
+--            4096 (the adaptive step shrinks as the lattice grows: fewer events a site a step)
 --   hard     hard disks at phi = 0.698, 1520 x 1520 R disks on R GPUs (hexagonal rows, 1520 a
 --            row, 1520 R rows along y, the split axis), whole on one GPU, decompose = true over
 --            several; 20 sweeps from the lattice, then the timing of 200 sweeps (trial moves per
@@ -21,7 +23,8 @@
 --            the host and sent to itself: the cost of the halo exchange)
 -- HALO: auto, staged or direct (decompose = true's halo key). Timing: a warm-up, then the
 -- median of 3 repeats, each from a barrier to a device sync and a barrier on every rank (the
--- slowest rank's time). Prints "ROW part ranks L value halo gpu" on rank 0.
+-- slowest rank's time). Prints "ROW part ranks L value halo gpu" on rank 0 (kmc parts:
+-- "ROW part ranks m events/s lattice steps/s gpu").
 -- For a quick check without GPUs, the kmc parts take KMC_SIDE (4096; a multiple of 8) and
 -- DEVICE=cpu: `mpirun -np 2 build/carlo scripts/bench-mpi.lua kmc` with KMC_SIDE=64 DEVICE=cpu;
 -- the hard parts HARD_SIDE (1520; even) and DEVICE=cpu likewise.
@@ -81,26 +84,32 @@ elseif part == "lj" then
   local t = timed(function() ens:run{ sweeps = sweeps, exchange_every = 5 } end,
                   function() for _, s in ipairs(ens.mine) do s:sync() end end)
   row(65536, 64 * 65536 * sweeps / t, "ensemble")
-elseif part == "kmc" or part == "kmc_split1" then
+elseif part == "kmc" or part == "kmc_split1" or part == "kmc_big" then
   local n = math.tointeger(tonumber(os.getenv("KMC_SIDE") or "4096"))
   assert(n and n >= 8 and n % 8 == 0, "bench-mpi.lua: KMC_SIDE must be a multiple of 8 (got " ..
     tostring(os.getenv("KMC_SIDE")) .. ")")
+  local copies = part == "kmc_big" and math.tointeger(tonumber(os.getenv("KMC_COPIES") or "4")) or R
+  assert(copies and copies >= 1, "bench-mpi.lua: KMC_COPIES must be a positive integer (got " ..
+    tostring(os.getenv("KMC_COPIES")) .. ")")
+  assert(part ~= "kmc_big" or R == 1, "bench-mpi.lua: kmc_big runs on one rank")
   local split = R > 1 or part == "kmc_split1"
-  local sys = carlo.kmc{ model = "sos_growth", bond = 1, m = n * R, n = n, seed = 1, device = device,
+  local sys = carlo.kmc{ model = "sos_growth", bond = 1, m = n * copies, n = n, seed = 1, device = device,
                          decompose = split, quiet = true }
-  local per = n * n * R
+  local per = n * n * copies
   sys:run{ events = 10 * per, quiet = true }
-  local rates = {}
+  local rates, steps = {}, {}
   for r = 1, 3 do
     sys:sync()
     carlo.mpi.barrier()
-    local t0, e0 = carlo.clock(), sys.events
+    local t0, e0, k0 = carlo.clock(), sys.events, sys:observe().step
     sys:run{ events = 5 * per, quiet = true }
     sys:sync()
     carlo.mpi.barrier()
-    rates[r] = (sys.events - e0) / (carlo.clock() - t0)
+    local t = carlo.clock() - t0
+    rates[r], steps[r] = (sys.events - e0) / t, (sys:observe().step - k0) / t
   end
-  row(n * R, median(rates), split and "split" or "whole")
+  -- the steps a second: every step costs each GPU its sites' work, whatever its events
+  row(n * copies, median(rates), (split and "split" or "whole") .. (" %.6g"):format(median(steps)))
 elseif part == "hard" or part == "hard_split1" then
   local side = math.tointeger(tonumber(os.getenv("HARD_SIDE") or "1520"))
   assert(side and side >= 8 and side % 2 == 0, "bench-mpi.lua: HARD_SIDE must be even, at least 8 (got " ..
@@ -121,6 +130,6 @@ elseif part == "hard" or part == "hard_split1" then
   end, function() sys:sync() end)
   row(ny, moves / t, split and "split" or "whole")
 else
-  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, hard or hard_split1 (got " ..
+  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard or hard_split1 (got " ..
     tostring(part) .. ")")
 end
