@@ -471,7 +471,13 @@ int split_set(hard_system *s, int set, uint64_t step)
         CK(cudaStreamWaitEvent(cudaStreamPerThread, g->ev_edge, 0));
         g->edge_on_side = 0;
     }
-    if (side_after_main(g) || launch_set(s, set, step, i0, i1, cudaStreamPerThread) || halo_finish(s))
+    /* a set of parity bit reads halo layers of the other parity only, and an exchange after a set
+     * of parity bit moves layers of that parity only: the exchange under way must be in before
+     * this set's edge layers when it follows a set of the other parity (or a shift), and always
+     * on one rank, whose halo layers are its own edge layers */
+    const int need = g->pending && (p->ranks == 1 || g->pending_bit != bit);
+    if (side_after_main(g) || launch_set(s, set, step, i0, i1, cudaStreamPerThread) ||
+        (need && halo_finish(s)))
         return -1;
     if (i1 < i0) { /* one layer, both edges: once */
         if (launch_set(s, set, step, h0, h1, g->side))
@@ -482,7 +488,8 @@ int split_set(hard_system *s, int set, uint64_t step)
     CK(cudaEventRecord(g->ev_edge, g->side));
     g->edge_on_side = 1;
     g->side_used = 1;
-    return halo_start(s, bit);
+    /* else it crosses now, its halos in behind this set's edge layers, which do not read them */
+    return halo_finish(s) || halo_start(s, bit) ? -1 : 0;
 }
 
 int gpu_subsweep(hard_system *s, int set, uint64_t step)

@@ -147,8 +147,11 @@ static int mirror_fit(hard_system *s)
  * the side stream, once the halos of the last exchange are up; the two parts touch different
  * cells of one set and read only cells of other sets, so they run at once. The edge layers then
  * go out (packed by the device straight into page-locked host memory) on the side stream while
- * the next set's interior runs, and cross to the neighbours and come in at the next set, before
- * its edge layers: each exchange hides behind an interior's update. Every other operation
+ * the next set's interior runs, and cross to the neighbours and come in at the next set: before
+ * its edge layers when its parity along the split axis is the other one, behind them when it is
+ * the same (a set reads halo layers of the other parity only), always before on one rank (whose
+ * halo layers are its own edge layers; split_set). Each exchange hides behind an interior's
+ * update. Every other operation
  * first waits for the exchange under way and the side stream (split_settle).
  * On one rank too (the layers come back to where they were): a split over one rank measures
  * what the staging costs. */
