@@ -1,19 +1,16 @@
 /* unit/kmc-warp — the GPU step kernel (cuda/kmc_step.cuh), compiled here by the host C++
- * compiler and run on the CPU: every lane of a warp is a fiber (ucontext), and the warp
- * intrinsics the kernel uses (__syncwarp, __shfl_sync, __reduce_min_sync, __ballot_sync,
- * __any_sync) are meeting points where every lane of the warp must arrive before any goes
- * on. Plugged in as the "gpu" backend, the kernel must give the serial waiting-time
- * trajectory bit for bit and the CPU backend's steps, so the warp logic (lane ownership, the
- * reductions, tie breaking, the owner's broadcast of a chosen event) is tested on machines
- * without a GPU. The kernels of a split system (decompose = true) run on slabs of tile rows
- * as on 1 to 4 ranks, the halo rows and strips passed between them in memory, against the
- * whole lattice step by step. The checksum kernel and the transfers are not: tests/gpu covers
- * those (tests/gpu/kmc_mpi.sh the split ones). */
+ * compiler and run on the CPU lane by lane (tests/unit/warp_emu.h: every lane a fiber, every warp
+ * intrinsic a meeting of the lanes its mask names, whose misuse fails the test; the block's
+ * shared memory garbage between guard words). Plugged in as the "gpu" backend, the kernel must
+ * give the serial waiting-time trajectory bit for bit and the CPU backend's steps, so the warp
+ * logic (lane ownership, the reductions, tie breaking, the owner's broadcast of a chosen event)
+ * is tested on machines without a GPU. The kernels of a split system (decompose = true) run on
+ * slabs of tile rows as on 1 to 4 ranks, the halo rows and strips passed between them in
+ * memory, against the whole lattice step by step. The checksum kernel and the transfers are
+ * not: tests/gpu covers those (tests/gpu/kmc_mpi.sh the split ones). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <ucontext.h>
 
 extern "C" {
 #include "core/error.h"
@@ -21,164 +18,18 @@ extern "C" {
 }
 #include "check.h"
 
-/* ---------- a warp of fibers ---------- */
-
-#define __global__
-#define __device__
-#define __host__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-
-struct emu_dim {
-    unsigned x, y, z;
-};
-
-static emu_dim threadIdx, blockIdx, blockDim;
-
-enum { LANE_STACK = 1 << 18 };
-
-struct emu_warp {
-    ucontext_t sched, lane[32];
-    char *stack[32];
-    int finished[32], meets[32];
-    unsigned long long slot[32];
-    double *smem;
-    unsigned block, first_thread;
-    void (*body)(void *);
-    void *ctx;
-};
-
-static emu_warp W;
-static int emu_lane;
-
-/* every lane stops here until all 32 have arrived (the scheduler resumes them in turn) */
-static void emu_meet()
-{
-    W.meets[emu_lane]++;
-    swapcontext(&W.lane[emu_lane], &W.sched);
-    threadIdx = {W.first_thread + (unsigned)emu_lane, 0, 0};
-}
-
-static void __syncwarp(unsigned = 0xffffffffu) { emu_meet(); }
-
-template <class T> static T __shfl_sync(unsigned, T v, int src)
-{
-    unsigned long long u = 0;
-    memcpy(&u, &v, sizeof v);
-    W.slot[emu_lane] = u;
-    emu_meet();
-    T r;
-    u = W.slot[src & 31];
-    memcpy(&r, &u, sizeof r);
-    emu_meet();
-    return r;
-}
-
-static unsigned __reduce_min_sync(unsigned, unsigned v)
-{
-    W.slot[emu_lane] = v;
-    emu_meet();
-    unsigned m = 0xffffffffu;
-    for (int l = 0; l < 32; l++)
-        m = (unsigned)W.slot[l] < m ? (unsigned)W.slot[l] : m;
-    emu_meet();
-    return m;
-}
-
-static unsigned __ballot_sync(unsigned, int pred)
-{
-    W.slot[emu_lane] = pred != 0;
-    emu_meet();
-    unsigned bits = 0;
-    for (int l = 0; l < 32; l++)
-        bits |= (unsigned)W.slot[l] << l;
-    emu_meet();
-    return bits;
-}
-
-static int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
-static int __ffs(int x) { return ffs(x); }
-
-static long long __double_as_longlong(double d)
-{
-    long long b;
-    memcpy(&b, &d, sizeof b);
-    return b;
-}
-
-static double __longlong_as_double(long long b)
-{
-    double d;
-    memcpy(&d, &b, sizeof d);
-    return d;
-}
+#include "warp_emu.h"
 
 #define KMC_SHARED_DOUBLES(name) double *name = W.smem
 #include "kmc_step.cuh"
 
-static void lane_main(int l)
+/* A grid of the kernel body(ctx) (warp_emu.h); a misuse of a warp intrinsic ends the test. */
+static void launch(unsigned blocks, unsigned threads, size_t smem, void (*body)(void *), void *ctx)
 {
-    W.body(W.ctx);
-    W.finished[l] = 1;
-}
-
-/* Lane l's fiber, ready to start at lane_main. Apart from emu_run_warp, so that no local of
- * the scheduler lives across getcontext (GCC's -Wclobbered, with ASan, flagged the loop's l). */
-static void emu_prepare_lane(int l)
-{
-    W.finished[l] = 0;
-    W.meets[l] = 0;
-    getcontext(&W.lane[l]);
-    W.lane[l].uc_stack.ss_sp = W.stack[l];
-    W.lane[l].uc_stack.ss_size = LANE_STACK;
-    W.lane[l].uc_link = &W.sched;
-    makecontext(&W.lane[l], (void (*)())lane_main, 1, l);
-}
-
-/* One warp (block b, warp w of it) to the end, all 32 lanes in step. */
-static void emu_run_warp(unsigned b, unsigned w)
-{
-    W.block = b;
-    W.first_thread = w * 32;
-    blockIdx = {b, 0, 0};
-    for (int l = 0; l < 32; l++)
-        emu_prepare_lane(l);
-    for (;;) { /* one round: every lane runs to its next meeting point or its end */
-        for (int l = 0; l < 32; l++) {
-            emu_lane = l;
-            threadIdx = {W.first_thread + (unsigned)l, 0, 0};
-            swapcontext(&W.sched, &W.lane[l]);
-        }
-        int done = 0;
-        for (int l = 0; l < 32; l++)
-            done += W.finished[l];
-        if (done == 32)
-            return;
-        for (int l = 1; l < 32; l++)
-            if (W.finished[l] != W.finished[0] || W.meets[l] != W.meets[0]) {
-                printf("FAIL unit/kmc-warp/convergence: lanes 0 and %d reached different warp "
-                       "intrinsics (block %u, warp %u)\n", l, b, w);
-                exit(1);
-            }
+    if (emu_launch(blocks, threads, smem, body, ctx)) {
+        printf("FAIL unit/kmc-warp/warp: %s\n", W.fail);
+        exit(1);
     }
-}
-
-/* body(ctx) on every thread of a grid, one warp at a time (the kernel never synchronises
- * a block), each warp with its slice of the block's dynamic shared memory. */
-static void emu_launch(unsigned blocks, unsigned threads, size_t smem, void (*body)(void *), void *ctx)
-{
-    blockDim = {threads, 1, 1};
-    double *shared = static_cast<double *>(calloc(smem / 8 + 1, 8));
-    for (int l = 0; l < 32; l++)
-        if (!W.stack[l])
-            W.stack[l] = static_cast<char *>(malloc(LANE_STACK));
-    W.smem = shared;
-    W.body = body;
-    W.ctx = ctx;
-    for (unsigned b = 0; b < blocks; b++)
-        for (unsigned w = 0; w < threads / 32; w++)
-            emu_run_warp(b, w);
-    free(shared);
 }
 
 /* ---------- the kernel as a backend ---------- */
@@ -279,7 +130,7 @@ static int emu_advance(kmc_system *s, uint64_t budget)
     memset(im->b.where[(s->ctrl.accepted + s->ctrl.rejected + 1) & 1], (int)s->ctrl.front,
            (size_t)im->ntiles);
     for (uint64_t k = 0; k < budget && !s->ctrl.done; k++) {
-        emu_launch(blocks, 32 * tpb, (size_t)tpb * (size_t)s->geom.cells * 16, step_body, &a);
+        launch(blocks, 32 * tpb, (size_t)tpb * (size_t)s->geom.cells * 16, step_body, &a);
         uint64_t ev = 0, sim = 0;
         uint32_t bad = 0, ovf = 0;
         for (int T = 0; T < im->ntiles; T++) {
@@ -290,7 +141,7 @@ static int emu_advance(kmc_system *s, uint64_t budget)
         }
         kmc_ctrl_decide(&s->ctrl, ev, sim, bad, ovf);
     }
-    emu_launch(blocks, 32 * tpb, 0, settle_body, &a);
+    launch(blocks, 32 * tpb, 0, settle_body, &a);
     return 0;
 }
 
@@ -582,9 +433,9 @@ static void slabs_advance(const kmc_system *s, emu_slab *e, int R, kmc_ctrl *c, 
         for (int r = 0; r < R; r++) { /* the step, then its edge rows packed (before the verdict) */
             slab_args a = {s, &e[r], c, e[r].b.where[decided & 1]};
             const int own = e[r].rows * ntc;
-            emu_launch((unsigned)((own + tpb - 1) / tpb), 32u * (unsigned)tpb,
+            launch((unsigned)((own + tpb - 1) / tpb), 32u * (unsigned)tpb,
                        (size_t)tpb * (size_t)g->cells * 16, slab_step_body, &a);
-            emu_launch((unsigned)((2 * ntc * 64 + 255) / 256), 256, 0, slab_pack_body, &a);
+            launch((unsigned)((2 * ntc * 64 + 255) / 256), 256, 0, slab_pack_body, &a);
         }
         for (int r = 0; r < R; r++) { /* up strips of the first own row to the slab above */
             emu_slab *up = &e[(r + R - 1) % R];
@@ -610,12 +461,12 @@ static void slabs_advance(const kmc_system *s, emu_slab *e, int R, kmc_ctrl *c, 
         }
         for (int r = 0; r < R; r++) {
             slab_args a = {s, &e[r], c, NULL};
-            emu_launch((unsigned)((2 * ntc + 7) / 8), 256, 0, slab_unpack_body, &a);
+            launch((unsigned)((2 * ntc + 7) / 8), 256, 0, slab_unpack_body, &a);
         }
     }
     for (int r = 0; r < R; r++) {
         slab_args a = {s, &e[r], c, NULL};
-        emu_launch((unsigned)((e[r].stored + tpb - 1) / tpb), 32u * (unsigned)tpb, 0, slab_settle_body, &a);
+        launch((unsigned)((e[r].stored + tpb - 1) / tpb), 32u * (unsigned)tpb, 0, slab_settle_body, &a);
     }
 }
 
