@@ -108,7 +108,7 @@ elseif part == "kmc" or part == "kmc_split1" or part == "kmc_big" then
     local t = carlo.clock() - t0
     rates[r], steps[r] = (sys.events - e0) / t, (sys:observe().step - k0) / t
   end
-  -- the steps a second: every step costs each GPU its sites' work, whatever its events
+  -- and the steps a second (a larger lattice's steps hold fewer events a site)
   row(n * copies, median(rates), (split and "split" or "whole") .. (" %.6g"):format(median(steps)))
 elseif part == "hard" or part == "hard_split1" then
   local side = math.tointeger(tonumber(os.getenv("HARD_SIDE") or "1520"))
