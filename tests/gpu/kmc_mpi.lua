@@ -17,6 +17,8 @@
 -- the total would stop at another step). Run alone (tests/run gpu), it is the one-rank case.
 local carlo = require "carlo"
 local checks = require "check"
+local models = require "kmc_models"
+local fingerprint, state = models.fingerprint, models.split_state
 local out, load_from = arg[1], arg[2]
 local stage = tonumber(arg[3] or "0")
 local me, n = carlo.mpi.rank, carlo.mpi.size
@@ -25,28 +27,6 @@ if not checks.gpu_or_skip("gpu/kmc_mpi/split" .. tag) then return end
 
 -- every rank makes every check; a check passes when it holds on all of them (rank 0 prints)
 local check = checks.on_all_ranks("gpu/kmc_mpi/", tag)
-
--- a 32-bit fingerprint of a list of rows of numbers (doubles by their bits)
-local function fingerprint(rows)
-  local h = 2166136261
-  for _, row in ipairs(rows) do
-    for _, v in ipairs(row) do
-      local w = math.type(v) == "float" and string.unpack("<i8", string.pack("<d", v)) or v
-      h = ((h ~ (w & 0xffffffff) ~ (w >> 32)) * 16777619) & 0xffffffff
-    end
-  end
-  return ("%08x"):format(h)
-end
-
--- everything that must agree between a split system and the whole one
-local function state(sys)
-  local c, k, o = sys:clocks(), sys:counters(), sys:observe()
-  return ("t=%.17g events=%d step=%d accepted=%d rejected=%d simulated=%d dt=%.17g x=%s tau=%s " ..
-    "draws=%s mean=%.17g width=%.17g min=%d max=%d steps=%.17g n_1=%d"):format(sys.t, sys.events,
-    sys.step, k.accepted, k.rejected, k.simulated, k.dt, fingerprint(sys:snapshot().state:totable()),
-    fingerprint(c.tau:totable()), fingerprint(c.draws:totable()), o.mean, o.width, o.min, o.max,
-    o.step_fraction or -1, o.n_1 or -1)
-end
 
 -- halo: given to a CPU system that follows a GPU one (nil: the case's, or the device's default)
 local function make(base, extra, device, split, halo)
@@ -57,24 +37,12 @@ local function make(base, extra, device, split, halo)
   return carlo.kmc(t)
 end
 
--- an 8-neighbour spin flip whose rate depends on the aligned neighbours (diagonal halo cells)
-local function flips(x, nb)
-  local same = 0
-  for k = 1, 8 do same = same + (nb[k] == x and 1 or 0) end
-  return { { math.exp(-0.4 * (2 * same - 8)), 1 - x } }
-end
-
-local SOS = { model = "sos_growth", m = 40, n = 48, seed = 5 }
-local cases = {
-  { name = "sos_bond0.3", base = SOS, extra = { bond = 0.3 }, events = 100000 },
-  { name = "sos_bond1", base = SOS, extra = { bond = 1.0 }, events = 100000 },
-  { name = "user_8nbh", base = { m = 40, n = 32, states = 2, neighbourhood = 8, rates = flips,
-                                 init = "random", seed = 9 }, events = 20000 },
-  { name = "sos_halo7", base = { model = "sos_growth", m = 32, n = 24, seed = 12 },
-    extra = { bond = 2, halo = 7 }, events = 30000 },
-  { name = "sos_256", base = { model = "sos_growth", m = 256, n = 256, seed = 13 },
-    extra = { bond = 1 }, events = 1000000 },
-}
+local SOS = models.SOS
+local cases = models.split_cases()
+cases[#cases + 1] = { name = "sos_halo7", base = { model = "sos_growth", m = 32, n = 24, seed = 12 },
+                      extra = { bond = 2, halo = 7 }, events = 30000 }
+cases[#cases + 1] = { name = "sos_256", base = { model = "sos_growth", m = 256, n = 256, seed = 13 },
+                      extra = { bond = 1 }, events = 1000000 }
 
 -- the rank -> GPU rule: the node-local rank modulo the GPUs seen (one node assumed here; a
 -- CUDA_VISIBLE_DEVICES of one GPU a rank makes every rank's index 0)

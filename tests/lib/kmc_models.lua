@@ -1,4 +1,4 @@
--- kmc_models.lua — models and comparisons shared by the KMC tests (lua, gpu, validation).
+-- kmc_models.lua — models and comparisons shared by the KMC tests (lua, gpu, mpi, validation).
 local M = {}
 
 -- The whole state of a system: its snapshot with the clocks (tau, draws) of sys:clocks().
@@ -74,6 +74,51 @@ function M.max_step(state, m, n)
     end
   end
   return worst
+end
+
+-- ---------- split lattices (tests/mpi/kmc_split.lua, tests/gpu/kmc_mpi.lua) ----------
+
+-- A 32-bit fingerprint of a list of rows of numbers (doubles by their bits).
+function M.fingerprint(rows)
+  local h = 2166136261
+  for _, row in ipairs(rows) do
+    for _, v in ipairs(row) do
+      local w = math.type(v) == "float" and string.unpack("<i8", string.pack("<d", v)) or v
+      h = ((h ~ (w & 0xffffffff) ~ (w >> 32)) * 16777619) & 0xffffffff
+    end
+  end
+  return ("%08x"):format(h)
+end
+
+-- Everything that must agree between a split system and the whole one, as one string.
+function M.split_state(sys)
+  local c, k, o = sys:clocks(), sys:counters(), sys:observe()
+  local f = M.fingerprint
+  return ("t=%.17g events=%d step=%d accepted=%d rejected=%d simulated=%d dt=%.17g x=%s tau=%s " ..
+    "draws=%s mean=%.17g width=%.17g min=%d max=%d steps=%.17g n_1=%d"):format(sys.t, sys.events,
+    sys.step, k.accepted, k.rejected, k.simulated, k.dt, f(sys:snapshot().state:totable()),
+    f(c.tau:totable()), f(c.draws:totable()), o.mean, o.width, o.min, o.max,
+    o.step_fraction or -1, o.n_1 or -1)
+end
+
+-- An 8-neighbour spin flip whose rate depends on the aligned neighbours (diagonal halo cells).
+function M.flips8(x, nb)
+  local same = 0
+  for k = 1, 8 do same = same + (nb[k] == x and 1 or 0) end
+  return { { math.exp(-0.4 * (2 * same - 8)), 1 - x } }
+end
+
+-- The split tests' cases: sos_growth at bond = 0.3 and 1 (both with rejected steps) on m = 40
+-- (five tile rows: uneven slabs on 2, 3 and 4 ranks) and the 8-neighbour user model; each
+-- call a new list (callers add their own).
+M.SOS = { model = "sos_growth", m = 40, n = 48, seed = 5 }
+function M.split_cases()
+  return {
+    { name = "sos_bond0.3", base = M.SOS, extra = { bond = 0.3 }, events = 100000 },
+    { name = "sos_bond1", base = M.SOS, extra = { bond = 1.0 }, events = 100000 },
+    { name = "user_8nbh", base = { m = 40, n = 32, states = 2, neighbourhood = 8, rates = M.flips8,
+                                   init = "random", seed = 9 }, events = 20000 },
+  }
 end
 
 return M

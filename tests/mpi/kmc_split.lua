@@ -10,6 +10,8 @@
 -- ranks) is loaded here, split over these ranks, runs once more and must equal the unsplit
 -- system that made the same STAGE + 1 runs; it is saved to OUT.ckpt for the next stage.
 local carlo = require "carlo"
+local models = require "kmc_models"
+local fingerprint, state = models.fingerprint, models.split_state
 local out, load_from = assert(arg[1], "usage: kmc_split.lua OUT [CHECKPOINT STAGE]"), arg[2]
 local stage = tonumber(arg[3] or "0")
 local me, n = carlo.mpi.rank, carlo.mpi.size
@@ -19,35 +21,13 @@ local function check(name, cond, why)
     (load_from and "_stage" .. stage or ""), why))
 end
 
--- a 32-bit fingerprint of a list of rows of numbers (doubles by their bits)
-local function fingerprint(rows)
-  local h = 2166136261
-  for _, row in ipairs(rows) do
-    for _, v in ipairs(row) do
-      local w = math.type(v) == "float" and string.unpack("<i8", string.pack("<d", v)) or v
-      h = ((h ~ (w & 0xffffffff) ~ (w >> 32)) * 16777619) & 0xffffffff
-    end
-  end
-  return ("%08x"):format(h)
-end
-
 -- f() on rank 0 alone, its string on every rank: the unsplit references run once, not on
 -- every rank (they call no MPI)
 local function on_root(f)
   return carlo.mpi.broadcast(me == 0 and f() or "")
 end
 
--- everything that must agree between a split system and the unsplit one
-local function state(sys)
-  local c, k, o = sys:clocks(), sys:counters(), sys:observe()
-  return ("t=%.17g events=%d step=%d accepted=%d rejected=%d simulated=%d dt=%.17g x=%s tau=%s " ..
-    "draws=%s mean=%.17g width=%.17g min=%d max=%d steps=%.17g n_1=%d"):format(sys.t, sys.events,
-    sys.step, k.accepted, k.rejected, k.simulated, k.dt, fingerprint(sys:snapshot().state:totable()),
-    fingerprint(c.tau:totable()), fingerprint(c.draws:totable()), o.mean, o.width, o.min, o.max,
-    o.step_fraction or -1, o.n_1 or -1)
-end
-
-local SOS = { model = "sos_growth", m = 40, n = 48, seed = 5 }
+local SOS = models.SOS
 local function make(base, extra, split)
   local t = { device = "cpu", decompose = split or nil }
   for k, v in pairs(base) do t[k] = v end
@@ -55,19 +35,7 @@ local function make(base, extra, split)
   return carlo.kmc(t)
 end
 
--- an 8-neighbour spin flip whose rate depends on the aligned neighbours (diagonal halo cells)
-local function flips(x, nb)
-  local same = 0
-  for k = 1, 8 do same = same + (nb[k] == x and 1 or 0) end
-  return { { math.exp(-0.4 * (2 * same - 8)), 1 - x } }
-end
-
-local cases = {
-  { name = "sos_bond0.3", base = SOS, extra = { bond = 0.3 }, events = 100000 },
-  { name = "sos_bond1", base = SOS, extra = { bond = 1.0 }, events = 100000 },
-  { name = "user_8nbh", base = { m = 40, n = 32, states = 2, neighbourhood = 8, rates = flips,
-                                 init = "random", seed = 9 }, events = 20000 },
-}
+local cases = models.split_cases()
 
 if not load_from then
   local first
