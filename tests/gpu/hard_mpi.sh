@@ -12,16 +12,8 @@ cd "$(dirname "$0")/../.."
 mpi_gpu_ready gpu/hard_mpi "${HARD_MPI_DEVICE:-gpu}" || exit 0
 . tests/lib/mpi.sh
 MPIRUN=${MPIRUN/timeout 120/timeout 600}
-T=$MPI_TMP
-"$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/plain" || echo "FAIL gpu/hard_mpi/plain: exited $?"
-for n in 1 2 3 4; do
-    $MPIRUN -np $n "$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/np$n" ||
-        echo "FAIL gpu/hard_mpi/np$n: mpirun exited $?"
-    same "gpu/hard_mpi/np${n}_file" "$T/plain" "$T/np$n"
-done
+mpi_runs gpu/hard_mpi tests/gpu/hard_mpi.lua 1 2 3 4
 # checkpoints across rank counts: 4 -> 2 -> 1
-$MPIRUN -np 2 "$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/r2" "$T/np4.ckpt" 0 ||
-    echo "FAIL gpu/hard_mpi/load_4_to_2: exited $?"
-$MPIRUN -np 1 "$CARLO" --quiet tests/gpu/hard_mpi.lua "$T/r1" "$T/r2.ckpt" 1 ||
-    echo "FAIL gpu/hard_mpi/load_2_to_1: exited $?"
-rm -rf "$T"
+mpi_resume gpu/hard_mpi tests/gpu/hard_mpi.lua 4 2 r2 "$MPI_TMP/np4.ckpt" 0
+mpi_resume gpu/hard_mpi tests/gpu/hard_mpi.lua 2 1 r1 "$MPI_TMP/r2.ckpt" 1
+rm -rf "$MPI_TMP"

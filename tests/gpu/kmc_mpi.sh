@@ -11,16 +11,8 @@ cd "$(dirname "$0")/../.."
 mpi_gpu_ready gpu/kmc_mpi || exit 0
 . tests/lib/mpi.sh
 MPIRUN=${MPIRUN/timeout 120/timeout 600}
-T=$MPI_TMP
-"$CARLO" --quiet tests/gpu/kmc_mpi.lua "$T/plain" || echo "FAIL gpu/kmc_mpi/plain: exited $?"
-for n in 1 2 4; do
-    $MPIRUN -np $n "$CARLO" --quiet tests/gpu/kmc_mpi.lua "$T/np$n" ||
-        echo "FAIL gpu/kmc_mpi/np$n: mpirun exited $?"
-    same "gpu/kmc_mpi/np${n}_file" "$T/plain" "$T/np$n"
-done
+mpi_runs gpu/kmc_mpi tests/gpu/kmc_mpi.lua 1 2 4
 # checkpoints across rank counts: 4 -> 2 -> 1
-$MPIRUN -np 2 "$CARLO" --quiet tests/gpu/kmc_mpi.lua "$T/r2" "$T/np4.ckpt" 1 ||
-    echo "FAIL gpu/kmc_mpi/load_4_to_2: exited $?"
-$MPIRUN -np 1 "$CARLO" --quiet tests/gpu/kmc_mpi.lua "$T/r1" "$T/r2.ckpt" 2 ||
-    echo "FAIL gpu/kmc_mpi/load_2_to_1: exited $?"
-rm -rf "$T"
+mpi_resume gpu/kmc_mpi tests/gpu/kmc_mpi.lua 4 2 r2 "$MPI_TMP/np4.ckpt" 1
+mpi_resume gpu/kmc_mpi tests/gpu/kmc_mpi.lua 2 1 r1 "$MPI_TMP/r2.ckpt" 2
+rm -rf "$MPI_TMP"

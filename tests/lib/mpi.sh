@@ -22,3 +22,30 @@ same() {
         diff "$2" "$3" 2>&1 | head -n 6 | sed 's/^/    /'
     fi
 }
+
+# mpi_runs NAME SCRIPT R...: SCRIPT OUT once without mpirun (OUT = $MPI_TMP/plain) and on each
+# number of ranks R (OUT = $MPI_TMP/npR); each file must equal the plain one.
+mpi_runs() {
+    local name=$1 script=$2 n
+    shift 2
+    "$CARLO" --quiet "$script" "$MPI_TMP/plain" || echo "FAIL $name/plain: exited $?"
+    for n in "$@"; do
+        $MPIRUN -np "$n" "$CARLO" --quiet "$script" "$MPI_TMP/np$n" ||
+            echo "FAIL $name/np$n: mpirun exited $?"
+        same "$name/np${n}_file" "$MPI_TMP/plain" "$MPI_TMP/np$n"
+    done
+}
+
+# mpi_resume NAME SCRIPT FROM TO OUT CHECKPOINT [ARG...]: SCRIPT $MPI_TMP/OUT CHECKPOINT ARG...
+# on TO ranks (TO = plain: one process without mpirun), the checkpoint saved on FROM.
+mpi_resume() {
+    local name=$1 script=$2 from=$3 to=$4 out=$5 ckpt=$6
+    shift 6
+    if [ "$to" = plain ]; then
+        "$CARLO" --quiet "$script" "$MPI_TMP/$out" "$ckpt" "$@" ||
+            echo "FAIL $name/load_${from}_to_1: exited $?"
+    else
+        $MPIRUN -np "$to" "$CARLO" --quiet "$script" "$MPI_TMP/$out" "$ckpt" "$@" ||
+            echo "FAIL $name/load_${from}_to_$to: exited $?"
+    fi
+}

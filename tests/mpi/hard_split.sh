@@ -6,19 +6,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/mpi.sh
-for n in 1 2 3 4; do
-    $MPIRUN -np $n "$CARLO" --quiet tests/mpi/hard_split.lua "$MPI_TMP/np$n" ||
-        echo "FAIL mpi/hard_split/np$n: mpirun exited $?"
-done
-"$CARLO" --quiet tests/mpi/hard_split.lua "$MPI_TMP/plain" || echo "FAIL mpi/hard_split/plain: exited $?"
-for n in 1 2 3 4; do
-    same "mpi/hard_split/np${n}_file" "$MPI_TMP/plain" "$MPI_TMP/np$n"
-done
+mpi_runs mpi/hard_split tests/mpi/hard_split.lua 1 2 3 4
 # 4 -> 2 -> 1: each run loads the previous one's checkpoint and continues 50 sweeps
-$MPIRUN -np 2 "$CARLO" --quiet tests/mpi/hard_split.lua "$MPI_TMP/a" "$MPI_TMP/np4.ckpt" ||
-    echo "FAIL mpi/hard_split/load_4_to_2: exited $?"
-"$CARLO" --quiet tests/mpi/hard_split.lua "$MPI_TMP/b" "$MPI_TMP/a.ckpt" ||
-    echo "FAIL mpi/hard_split/load_2_to_1: exited $?"
+mpi_resume mpi/hard_split tests/mpi/hard_split.lua 4 2 a "$MPI_TMP/np4.ckpt"
+mpi_resume mpi/hard_split tests/mpi/hard_split.lua 2 plain b "$MPI_TMP/a.ckpt"
 grep -q "step 300" "$MPI_TMP/b" && echo "PASS mpi/hard_split/chain_4_2_1" ||
     echo "FAIL mpi/hard_split/chain_4_2_1: the last run did not reach step 300"
 rm -rf "$MPI_TMP"

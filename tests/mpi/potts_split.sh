@@ -5,16 +5,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/mpi.sh
-for n in 1 2 3 4; do
-    $MPIRUN -np $n "$CARLO" --quiet tests/mpi/potts_split.lua "$MPI_TMP/np$n" ||
-        echo "FAIL mpi/potts_split/np$n: mpirun exited $?"
-done
-"$CARLO" --quiet tests/mpi/potts_split.lua "$MPI_TMP/plain" || echo "FAIL mpi/potts_split/plain: exited $?"
-for n in 1 2 3 4; do
-    same "mpi/potts_split/np${n}_file" "$MPI_TMP/plain" "$MPI_TMP/np$n"
-done
+mpi_runs mpi/potts_split tests/mpi/potts_split.lua 1 2 3 4
 # checkpoints across rank counts: saved on 3 loaded on 2, saved on 4 loaded on 3, on 1 loaded on 4
-$MPIRUN -np 2 "$CARLO" --quiet tests/mpi/potts_split.lua "$MPI_TMP/a" "$MPI_TMP/np3.ckpt" || echo "FAIL mpi/potts_split/load_3_to_2: exited $?"
-$MPIRUN -np 3 "$CARLO" --quiet tests/mpi/potts_split.lua "$MPI_TMP/b" "$MPI_TMP/np4.ckpt" || echo "FAIL mpi/potts_split/load_4_to_3: exited $?"
-$MPIRUN -np 4 "$CARLO" --quiet tests/mpi/potts_split.lua "$MPI_TMP/c" "$MPI_TMP/np1.ckpt" || echo "FAIL mpi/potts_split/load_1_to_4: exited $?"
+mpi_resume mpi/potts_split tests/mpi/potts_split.lua 3 2 a "$MPI_TMP/np3.ckpt"
+mpi_resume mpi/potts_split tests/mpi/potts_split.lua 4 3 b "$MPI_TMP/np4.ckpt"
+mpi_resume mpi/potts_split tests/mpi/potts_split.lua 1 4 c "$MPI_TMP/np1.ckpt"
 rm -rf "$MPI_TMP"
