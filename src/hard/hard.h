@@ -72,7 +72,7 @@ typedef struct hard_system {
     double *sites;          /* the tether's sites, N x 3 box coordinates by tag; NULL: none yet */
     carlo_counts counts;    /* host part: volume moves; translations live in the backend */
     hard_launch launch;
-    struct hard_split *split; /* decompose = true: this MPI rank's slab of cells (hard_mpi.h); NULL: whole */
+    struct carlo_split *split; /* decompose = true: this MPI rank's slab of cells (hard_mpi.h); NULL: whole */
     const struct hard_backend *be;
     void *impl;
 } hard_system;

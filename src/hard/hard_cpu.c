@@ -171,40 +171,13 @@ static void swap_data(cpu_impl *im)
     carlo_cell_data_swap(&im->cur, &im->cur_grid, &im->spare, &im->spare_grid);
 }
 
-/* Cells [c0, c1) of the shift into the spare storage; the largest index that overflowed, or over. */
-static int64_t shift_cells(const carlo_cell_grid *g, const carlo_cell_data *src,
-                           const carlo_cell_data *dst, carlo_cell_shift sh, int64_t c0, int64_t c1,
-                           int64_t over)
-{
-#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
-    for (int64_t c = c0; c < c1; c++) {
-        int xyz[3];
-        carlo_cell_coords(g, c, xyz);
-        if (carlo_cell_shift_gather(g, src, dst, xyz, sh) > g->nmax && c > over)
-            over = c;
-    }
-    return over;
-}
-
-/* The shift of a split system's own cells: each gathers from itself and its neighbour along
- * the shift, which is at worst a halo cell; then the halos: shifted here when the shift runs
- * within the layers, else fetched from their owners. */
+/* The shift of a split system's own cells (and halo cells, for a shift within the layers),
+ * then the halos the shift changed from their owners. */
 static int split_shift(hard_system *s, carlo_cell_shift sh)
 {
     cpu_impl *im = impl(s);
-    const carlo_cell_grid *g = &s->grid;
-    int64_t c0, c1, h[2];
-    hard_split_cells(s, &s->grid, &c0, &c1);
-    int64_t over = shift_cells(g, &im->cur, &im->spare, sh, c0, c1, -1);
-    const int lc = hard_split_halo_cells(s, g, h);
-    for (int k = 0; lc && sh.axis != s->dim - 1 && k < 2; k++)
-        over = shift_cells(g, &im->cur, &im->spare, sh, h[k], h[k] + lc, over);
-    if (over >= 0) {
-        int xyz[3];
-        carlo_cell_coords(g, over, xyz);
-        return carlo_seterr("cell (%d, %d, %d) overflowed its %d slots in the cell shift", xyz[0],
-                            xyz[1], xyz[2], g->nmax);
-    }
+    if (carlo_split_shift_host(s->split, &s->grid, &im->cur, &im->spare, sh))
+        return -1;
     swap_data(im);
     return hard_split_after_shift(s, &im->cur, sh.axis);
 }
