@@ -55,7 +55,8 @@ __device__ __forceinline__ void shape_warp_add(unsigned long long *to, unsigned 
 template <int DIM, int T, int MINB>
 __global__ void __launch_bounds__(SHAPE_TEAMS *T, MINB)
     shape_team_kernel(const __grid_constant__ shape_def sh, carlo_cell_grid g, float *pos, uint32_t *aux,
-                      const uint32_t *count, int set, shape_moves mv, uint64_t seed, uint64_t step, int lcap,
+                      const uint32_t *count, int set, int64_t t0, int64_t t1, shape_moves mv, uint64_t seed,
+                      uint64_t step, int lcap,
                       uint32_t *ovf, unsigned long long *ctr_n, unsigned int *novf)
 {
     constexpr int NW = DIM == 2 ? 1 : 4;  /* orientation words */
@@ -72,10 +73,10 @@ __global__ void __launch_bounds__(SHAPE_TEAMS *T, MINB)
     uint32_t *lw = reinterpret_cast<uint32_t *>(lp + DIM * lcap);
     int *cand = reinterpret_cast<int *>(lw + NW * lcap);
 
-    const int64_t t = (int64_t)blockIdx.x * SHAPE_TEAMS + team;
+    const int64_t t = t0 + (int64_t)blockIdx.x * SHAPE_TEAMS + team; /* active cells [t0, t1) of the set */
     int n = 0, xyz[3] = {0, 0, 0};
     int64_t c = 0;
-    if (t < carlo_cell_set_size(&g)) {
+    if (t < t1) {
         carlo_cell_active(&g, set, t, xyz);
         c = carlo_cell_index(&g, xyz[0], xyz[1], xyz[2]);
         n = (int)count[c];

@@ -21,20 +21,23 @@
 --            second, from the move counters summed over the ranks)
 --   hard_split1  the same 1520 x 1520 split over one rank (its edge layers staged through
 --            the host and sent to itself: the cost of the halo exchange)
+--   shapes   pentagons at phi = 0.676 (HPMC's benchmark state), 2^19 R on R GPUs from a
+--            hexagonal start, whole on one GPU, decompose = true over several (halos staged
+--            through the host); 10 sweeps, then the timing of 20 (trial moves per second)
 -- HALO: auto, staged or direct (decompose = true's halo key). Timing: a warm-up, then the
 -- median of 3 repeats, each from a barrier to a device sync and a barrier on every rank (the
 -- slowest rank's time). Prints "ROW part ranks L value halo gpu" on rank 0 (kmc parts:
 -- "ROW part ranks m events/s lattice steps/s gpu").
 -- For a quick check without GPUs, the kmc parts take KMC_SIDE (4096; a multiple of 8) and
 -- DEVICE=cpu: `mpirun -np 2 build/carlo scripts/bench-mpi.lua kmc` with KMC_SIDE=64 DEVICE=cpu;
--- the hard parts HARD_SIDE (1520; even) and DEVICE=cpu likewise.
+-- the hard parts HARD_SIDE (1520; even) and DEVICE=cpu likewise, the shapes part SHAPES_N (2^19).
 local carlo = require "carlo"
 local part, halo = arg[1], arg[2] or "auto"
 local R = carlo.mpi.size
 local gpus = carlo.devices().gpus
 local device = os.getenv("DEVICE") or "gpu"
-assert(device == "gpu" or (device == "cpu" and (part:find("^kmc") or part:find("^hard"))),
-  "bench-mpi.lua: DEVICE must be gpu, or cpu for the kmc and hard parts (got " .. device .. ")")
+assert(device == "gpu" or (device == "cpu" and (part:find("^kmc") or part:find("^hard") or part == "shapes")),
+  "bench-mpi.lua: DEVICE must be gpu, or cpu for the kmc, hard and shapes parts (got " .. device .. ")")
 assert(device == "cpu" or #gpus > 0, "bench-mpi: no GPU")
 
 local function median(t)
@@ -130,7 +133,26 @@ elseif part == "hard" or part == "hard_split1" then
     moves = sys:observe{ pressure = false }.tried - m0
   end, function() sys:sync() end)
   row(ny, moves / t, split and "split" or "whole")
+elseif part == "shapes" then
+  local n1 = math.tointeger(tonumber(os.getenv("SHAPES_N") or tostring(1 << 19)))
+  local sys = carlo.hard_polygons{ vertices = carlo.shapes.pentagon.vertices, N = n1 * R, phi = 0.676,
+                                   init = "hex", seed = 1, device = device, decompose = R > 1 or nil }
+  sys:run{ sweeps = 10, quiet = true }
+  local rates = {}
+  for r = 1, 3 do -- the move counters read outside the clock
+    sys:sync()
+    local m0 = sys:observe{ pressure = false }.tried
+    carlo.mpi.barrier()
+    local t0 = carlo.clock()
+    sys:run{ sweeps = 20, quiet = true }
+    sys:sync()
+    carlo.mpi.barrier()
+    local t = carlo.clock() - t0
+    rates[r] = (sys:observe{ pressure = false }.tried - m0) / t
+  end
+  row(n1 * R, median(rates), R > 1 and "split" or "whole")
 else
-  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard or hard_split1 (got " ..
+  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1 or " ..
+    "shapes (got " ..
     tostring(part) .. ")")
 end

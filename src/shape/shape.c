@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/sys.h"
+#include "mpi/cell_split.h"
 #include "shape/shape.h"
 #include "shape/shape_plain.h"
 
@@ -139,6 +140,13 @@ int shape_fetch(shape_system *s)
         return -1;
     if (s->be && s->be->download(s, &s->cur))
         return shape_gpu_failed(s);
+    if (!s->split || s->split->full)
+        return 0;
+    if (carlo_split_gather(s->split, &s->grid, &s->cur))
+        return -1;
+    /* a GPU system's device copy made whole too, so that the two agree until the next sweep */
+    if (s->be && s->be->upload(s, &s->cur))
+        return shape_gpu_failed(s);
     return 0;
 }
 
@@ -147,21 +155,47 @@ int shape_push(shape_system *s)
 {
     if (s->be && s->be->upload(s, &s->cur))
         return shape_gpu_failed(s);
+    if (s->split) { /* every rank placed the whole system */
+        s->split->full = 1;
+        return carlo_split_layout(s->split, &s->grid);
+    }
+    return 0;
+}
+
+int shape_split_on(shape_system *s)
+{
+    if (s->split)
+        return 0;
+    if (s->serial)
+        return carlo_seterr("decompose = true splits the cells; the serial reference has none");
+    if (s->mv.skew)
+        return carlo_seterr("decompose = true needs an orthorhombic box (this one has tilts xy, xz, yz = "
+                            "%.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
+    if (s->box_moves == SHAPE_BOX_TRICLINIC)
+        return carlo_seterr("decompose = true needs an orthorhombic box: no box_moves = \"triclinic\"");
+    s->split = carlo_split_new(&s->grid);
+    if (!s->split)
+        return -1;
+    s->collective = s->split->ranks > 1; /* halo exchanges and sums: never from a worker thread */
     return 0;
 }
 
 int shape_counts(shape_system *s, uint64_t c[4])
 {
-    memcpy(c, s->cnt, sizeof s->cnt);
+    uint64_t d[4] = {0, 0, 0, 0}; /* counted on the device */
     if (s->be) {
-        uint64_t d[4];
         if (carlo_sys_alive(&s->sys))
             return -1;
         if (s->be->counts(s, d))
             return shape_gpu_failed(s);
-        for (int k = 0; k < 4; k++)
-            c[k] += d[k];
     }
+    int64_t v[4]; /* split: this rank's cells' moves, summed over the ranks */
+    for (int k = 0; k < 4; k++)
+        v[k] = (int64_t)(s->part[k] + d[k]);
+    if (s->split && carlo_split_sum(s->split, v, 4))
+        return -1;
+    for (int k = 0; k < 4; k++)
+        c[k] = s->cnt[k] + (uint64_t)v[k];
     return 0;
 }
 
@@ -173,6 +207,7 @@ void shape_destroy(shape_system *s)
         s->be->destroy(s);
     carlo_cell_data_free(&s->cur);
     carlo_cell_data_free(&s->spare);
+    carlo_split_free(s->split);
     free(s->x);
     free(s->ori);
     free(s);
@@ -515,31 +550,34 @@ int shape_subsweep(shape_system *s, int set)
         return 0;
     }
     const carlo_cell_grid g = s->grid;
-    const int64_t n = carlo_cell_set_size(&g);
+    int64_t t0 = 0, t1 = carlo_cell_set_size(&g); /* split: this rank's active cells */
+    if (s->split)
+        carlo_split_active(s->split, &g, set, &t0, &t1);
     const shape_moves mv = s->mv;
     const uint64_t seed = s->seed, step = s->substeps;
     const shape_def *sh = &s->shape;
     float *pos = s->cur.pos;
     uint32_t *aux = s->cur.aux;
     const uint32_t *count = s->cur.count;
-    uint64_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-#pragma omp parallel for schedule(dynamic, 16) reduction(+ : t0, t1, t2, t3) if (n > 64)
-    for (int64_t t = 0; t < n; t++) {
+    uint64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+#pragma omp parallel for schedule(dynamic, 16) reduction(+ : n0, n1, n2, n3) if (t1 - t0 > 64)
+    for (int64_t t = t0; t < t1; t++) {
         int xyz[3];
         uint64_t c[4] = {0, 0, 0, 0};
         carlo_cell_active(&g, set, t, xyz);
         shape_cell_update(sh, &g, pos, aux, count, xyz, mv, seed, step, c);
-        t0 += c[0];
-        t1 += c[1];
-        t2 += c[2];
-        t3 += c[3];
+        n0 += c[0];
+        n1 += c[1];
+        n2 += c[2];
+        n3 += c[3];
     }
-    s->cnt[0] += t0;
-    s->cnt[1] += t1;
-    s->cnt[2] += t2;
-    s->cnt[3] += t3;
+    uint64_t *cnt = s->split ? s->part : s->cnt;
+    cnt[0] += n0;
+    cnt[1] += n1;
+    cnt[2] += n2;
+    cnt[3] += n3;
     s->substeps++;
-    return 0;
+    return s->split ? carlo_split_after_set(s->split, &g, &s->cur, set) : 0;
 }
 
 int shape_shift_cells(shape_system *s)
@@ -554,9 +592,12 @@ int shape_shift_cells(shape_system *s)
             return shape_gpu_failed(s);
     } else {
         if (carlo_cell_data_fit(&s->spare, &s->spare_alloc, &s->grid) ||
-            carlo_cells_shift_host(&s->grid, &s->cur, &s->spare, sh))
+            (s->split ? carlo_split_shift_host(s->split, &s->grid, &s->cur, &s->spare, sh)
+                      : carlo_cells_shift_host(&s->grid, &s->cur, &s->spare, sh)))
             return -1;
         carlo_cell_data_swap(&s->cur, &s->cur_alloc, &s->spare, &s->spare_alloc);
+        if (s->split && carlo_split_after_shift(s->split, &s->grid, &s->cur, sh.axis))
+            return -1;
     }
     double L = s->box.L[sh.axis], o = s->origin[sh.axis] + sh.dir * (double)sh.d;
     s->origin[sh.axis] = o - floor(o / L) * L;

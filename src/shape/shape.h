@@ -75,6 +75,10 @@ typedef struct shape_system {
     uint64_t reductions;    /* accepted box moves whose box was lattice-reduced */
     uint64_t cnt[4];        /* translations tried, accepted; rotations tried, accepted (GPU: those
                                counted on the device come on top, shape_counts) */
+    struct carlo_split *split; /* decompose = true: this MPI rank's slab of cells (mpi/cell_split.h);
+                               NULL: whole */
+    uint64_t part[4];       /* split, CPU: the moves of this rank's cells (a GPU's are counted on
+                               the device), summed over the ranks by shape_counts on top of cnt */
     const struct shape_backend *be; /* NULL: the CPU */
     void *impl;
 } shape_system;
@@ -98,12 +102,24 @@ typedef struct shape_backend {
 } shape_backend;
 extern const shape_backend *shape_gpu_backend;
 
-/* Moves tried and accepted since the system was made: translations [0, 1], rotations [2, 3]. */
+/* Moves tried and accepted since the system was made: translations [0, 1], rotations [2, 3]
+ * (a split system's: summed over the ranks, collectively). */
 int shape_counts(shape_system *s, uint64_t c[4]);
-/* After the host copy of the cells changed (placing, restore): hand it to the device. */
+/* After the host copy of the cells changed (placing, restore, a re-cut grid): hand it to the
+ * device; a split system's is then whole and current on every rank (its layers laid out anew). */
 int shape_push(shape_system *s);
-/* The host copy brought up to date from the device (GPU systems; nothing on the CPU). */
+/* The host copy brought up to date: from the device (GPU systems), or from every rank (a split
+ * system, collectively: the gather of mpi/cell_split.h); nothing otherwise. */
 int shape_fetch(shape_system *s);
+
+/* Split s over the MPI ranks (decompose = true, carlo-mpi(7)): each rank sweeps the cell
+ * layers of one slab along the last axis and exchanges halo layers after each set and shift
+ * (mpi/cell_split.h; a GPU system stages them through the host), the chain that of the whole
+ * system bit for bit. Everything else (box moves, observables, frames, checkpoints) gathers the
+ * whole grid on every rank first (and a GPU system hands it to its device). Every rank calls it;
+ * refused for the serial reference, a tilted box or triclinic box moves, and a grid of fewer
+ * layers than ranks. */
+int shape_split_on(shape_system *s);
 
 typedef enum shape_init {
     SHAPE_INIT_RANDOM = 0,

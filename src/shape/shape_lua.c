@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/device.h"
 #include "core/progress.h"
+#include "mpi/cell_split.h"
 #include "shape/shape.h"
 #include "core/steinhardt.h"
 #include "shape/shape_lua.h"
@@ -326,10 +327,11 @@ static int construct(lua_State *L, const kind *k)
     static const char *const poly_keys[] = {"vertices", "sweep_radius", "N", "phi", "box", "seed", "init",
                                             "device", "delta", "rotate", "moves_per_cell", "serial",
                                             "quiet", "pressure", "dlnV", "volume_moves", "box_moves", "dlnL",
-                                            "dtilt", NULL};
+                                            "dtilt", "decompose", NULL};
     static const char *const ell_keys[] = {"a", "b", "c", "N", "phi", "box", "seed", "init", "device",
                                            "delta", "rotate", "moves_per_cell", "serial", "quiet",
-                                           "pressure", "dlnV", "volume_moves", "box_moves", "dlnL", "dtilt", NULL};
+                                           "pressure", "dlnV", "volume_moves", "box_moves", "dlnL", "dtilt",
+                                           "decompose", NULL};
     static const char *const devices[] = {"auto", "cpu", "gpu", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
@@ -362,6 +364,7 @@ static int construct(lua_State *L, const kind *k)
         sized_init(L, k, init, &p);
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), devices);
+    const int split = carlo_arg_bool(L, 1, where, "decompose", 0); /* cell layers over the MPI ranks */
     p.device = p.serial ? CARLO_CPU : carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
     shape_system *s = shape_create(&p);
     if (!s)
@@ -374,7 +377,8 @@ static int construct(lua_State *L, const kind *k)
         s->dlnL = dlnL;
     if (dtilt > 0)
         s->dtilt = dtilt;
-    if (shape_set_box_moves(s, box_moves) || (pressure > 0 && shape_set_pressure(s, pressure))) {
+    if (shape_set_box_moves(s, box_moves) || (pressure > 0 && shape_set_pressure(s, pressure)) ||
+        (split && shape_split_on(s))) {
         shape_destroy(s);
         return carlo_raise(L, where);
     }
@@ -717,6 +721,18 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_setfield(L, -2, "m");
         carlo_lua_setnum(L, "width", s->grid.width[0]);
         carlo_lua_setint(L, "nmax", s->grid.nmax);
+    } else if (strcmp(k, "decomposed") == 0)
+        lua_pushboolean(L, s->split != NULL);
+    else if (strcmp(k, "layers") == 0) { /* this rank's cell layers along y (2D) or z, 1-based */
+        if (!s->split)
+            lua_pushnil(L);
+        else {
+            lua_createtable(L, 2, 0);
+            lua_pushinteger(L, s->split->lo + 1);
+            lua_rawseti(L, -2, 1);
+            lua_pushinteger(L, s->split->hi);
+            lua_rawseti(L, -2, 2);
+        }
     } else
         return 0;
     return 1;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/sys.h"
+#include "mpi/cell_split.h"
 #include "shape/shape.h"
 #include "shape/shape_plain.h"
 
@@ -26,6 +27,7 @@ static int set_grid(shape_system *s, const carlo_cell_grid *pg, const carlo_box 
             if (shape_counts(s, c))
                 return -1;
             memcpy(s->cnt, c, sizeof c);
+            memset(s->part, 0, sizeof s->part);
             s->be->destroy(s);
         }
         s->grid = g;
@@ -170,6 +172,7 @@ static int cpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const dou
     *bad = 0;
     if (carlo_cell_data_fit(&s->spare, &s->spare_alloc, ng))
         return -1;
+
     if (carlo_cells_regrid_host(&s->grid, &s->cur, ng, &s->spare, lam)) {
         *bad = 1; /* a cell over its bound on non-overlapping centres */
         return 0;
@@ -205,6 +208,10 @@ static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box 
     mv.tilt[2] = nb->yz;
     int bad = 0;
     *done = 0;
+    /* split: the whole configuration on every rank (and its device), which then decides alike
+     * without talking */
+    if (s->split && (carlo_split_fits(s->split, g) || (!s->split->full && shape_fetch(s))))
+        return -1;
     if (s->be) {
         if (s->be->scale_trial(s, g, lam, mv, &bad) || (!bad && s->be->scale_commit(s)))
             return shape_gpu_failed(s);
@@ -217,6 +224,8 @@ static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box 
     if (bad)
         return 0;
     s->grid = *g;
+    if (s->split && carlo_split_layout(s->split, g)) /* the whole new grid current on every rank */
+        return -1;
     if (s->be && carlo_cell_data_fit(&s->cur, &s->cur_alloc, g)) /* the host copy, fetched on demand */
         return -1;
     shape_box_of_grid(s, g, nb);
@@ -312,6 +321,8 @@ int shape_set_box_moves(shape_system *s, int mode)
 {
     if (mode != SHAPE_BOX_ISOTROPIC && mode != SHAPE_BOX_ANISOTROPIC && mode != SHAPE_BOX_TRICLINIC)
         return carlo_seterr("box_moves must be \"isotropic\", \"anisotropic\" or \"triclinic\"");
+    if (mode == SHAPE_BOX_TRICLINIC && s->split)
+        return carlo_seterr("box_moves = \"triclinic\" tilts the box, which decompose = true cannot split");
     if (mode != SHAPE_BOX_ISOTROPIC && s->serial)
         return carlo_seterr("box_moves = \"%s\" needs the cells (not the serial reference)",
                             mode == SHAPE_BOX_ANISOTROPIC ? "anisotropic" : "triclinic");

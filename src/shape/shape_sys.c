@@ -272,7 +272,8 @@ int shape_checkpoint(shape_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "shape/npt", CARLO_F64, 4, 1, npt) ||
              carlo_frame_add_copy(f, "shape/volume_moves", CARLO_U64, 4, 1, vol) ||
              carlo_frame_add_copy(f, "shape/tilt", CARLO_F64, 8, 1, tilt) ||
-             carlo_frame_add_copy(f, "shape/box_moves", CARLO_U64, 8, 1, bmv);
+             carlo_frame_add_copy(f, "shape/box_moves", CARLO_U64, 8, 1, bmv) ||
+             (s->split && carlo_frame_add_u64(f, "shape/split", 1)); /* split again when loaded */
     if (rc)
         return -1;
     if (s->serial)
@@ -451,7 +452,9 @@ shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
         shape_destroy(s);
         return NULL;
     }
-    if (shape_verify(s)) {
+    /* a split system's checkpoint holds the whole grid; split again over the ranks there are
+     * now (as many or not: every rank loads the same file) */
+    if (shape_verify(s) || (carlo_frame_find(f, "shape/split") && shape_split_on(s))) {
         shape_destroy(s);
         return NULL;
     }

@@ -35,8 +35,9 @@ struct team_args {
 template <int DIM, int T> static void team_body(void *p)
 {
     const team_args *a = static_cast<const team_args *>(p);
-    shape_team_kernel<DIM, T, 1>(a->s->shape, a->s->grid, a->d->pos, a->d->aux, a->d->count, a->set, a->s->mv,
-                                 a->s->seed, a->step, a->lcap, a->ovf, a->n, a->novf);
+    shape_team_kernel<DIM, T, 1>(a->s->shape, a->s->grid, a->d->pos, a->d->aux, a->d->count, a->set, 0,
+                                 carlo_cell_set_size(&a->s->grid), a->s->mv, a->s->seed, a->step, a->lcap, a->ovf,
+                                 a->n, a->novf);
 }
 
 static int team_list(const shape_system *s)

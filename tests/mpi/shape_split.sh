@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# tests/mpi/shape_split.sh — hard shapes split over 1, 2, 3 and 4 ranks equal the whole systems
+# bit for bit (tests/mpi/shape_split.lua checks on each run; here the files of the runs are
+# compared too), and a checkpoint goes on across rank counts: saved on 4 ranks, continued on 2,
+# saved, continued in one process.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/mpi.sh
+mpi_runs mpi/shape_split tests/mpi/shape_split.lua 1 2 3 4
+# 4 -> 2 -> 1: each run loads the previous one's checkpoint and continues 50 sweeps
+mpi_resume mpi/shape_split tests/mpi/shape_split.lua 4 2 a "$MPI_TMP/np4.ckpt"
+mpi_resume mpi/shape_split tests/mpi/shape_split.lua 2 plain b "$MPI_TMP/a.ckpt"
+grep -q "step 200" "$MPI_TMP/b" && echo "PASS mpi/shape_split/chain_4_2_1" ||
+    echo "FAIL mpi/shape_split/chain_4_2_1: the last run did not reach step 200"
+rm -rf "$MPI_TMP"
