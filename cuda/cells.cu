@@ -54,10 +54,10 @@ struct lam3 {
 };
 
 __global__ void regrid_kernel(carlo_cell_grid og, carlo_cell_data src, carlo_cell_grid ng,
-                              carlo_cell_data dst, lam3 lam, unsigned int *flag)
+                              carlo_cell_data dst, lam3 lam, int64_t c0, int64_t c1, unsigned int *flag)
 {
-    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= ng.ncells)
+    const int64_t c = c0 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= c1)
         return;
     int xyz[3];
     carlo_cell_coords(&ng, c, xyz);
@@ -148,8 +148,18 @@ int carlo_cells_dev_regrid(const carlo_cell_grid *og, const carlo_cell_data *src
                            const carlo_cell_grid *ng, const carlo_cell_data *dst,
                            const double lam[3], unsigned int *flag, cudaStream_t stream)
 {
+    return carlo_cells_dev_regrid_range(og, src, ng, dst, lam, 0, ng->ncells, flag, stream);
+}
+
+int carlo_cells_dev_regrid_range(const carlo_cell_grid *og, const carlo_cell_data *src,
+                                 const carlo_cell_grid *ng, const carlo_cell_data *dst,
+                                 const double lam[3], int64_t c0, int64_t c1, unsigned int *flag,
+                                 cudaStream_t stream)
+{
+    if (c1 <= c0)
+        return 0;
     lam3 l = {{lam[0], lam[1], lam[2]}};
-    regrid_kernel<<<blocks_for(ng->ncells), THREADS, 0, stream>>>(*og, *src, *ng, *dst, l, flag);
+    regrid_kernel<<<blocks_for(c1 - c0), THREADS, 0, stream>>>(*og, *src, *ng, *dst, l, c0, c1, flag);
     CK(cudaGetLastError());
     return 0;
 }

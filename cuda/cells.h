@@ -80,5 +80,10 @@ int carlo_cells_dev_shift_range(const carlo_cell_grid *g, const carlo_cell_data 
 int carlo_cells_dev_regrid(const carlo_cell_grid *og, const carlo_cell_data *src,
                            const carlo_cell_grid *ng, const carlo_cell_data *dst,
                            const double lam[3], unsigned int *flag, cudaStream_t stream);
+/* The same for the new cells [c0, c1) only (a slab of a grid split over MPI ranks). */
+int carlo_cells_dev_regrid_range(const carlo_cell_grid *og, const carlo_cell_data *src,
+                                 const carlo_cell_grid *ng, const carlo_cell_data *dst,
+                                 const double lam[3], int64_t c0, int64_t c1, unsigned int *flag,
+                                 cudaStream_t stream);
 
 #endif

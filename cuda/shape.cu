@@ -87,13 +87,13 @@ __global__ void __launch_bounds__(128) overflow_kernel(const __grid_constant__ s
         ctr->novf = 0;
 }
 
-/* A box-move trial's check: one thread per cell of the re-gridded storage. */
+/* A box-move trial's check: one thread per cell [c0, c1) of the re-gridded storage. */
 __global__ void __launch_bounds__(128) overlap_kernel(const __grid_constant__ shape_def sh, carlo_cell_grid g,
                                                       const float *pos, const uint32_t *aux, const uint32_t *count,
-                                                      shape_moves mv, dev_counters *ctr)
+                                                      shape_moves mv, int64_t c0, int64_t c1, dev_counters *ctr)
 {
-    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= g.ncells)
+    const int64_t c = c0 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= c1)
         return;
     int xyz[3];
     carlo_cell_coords(&g, c, xyz);
@@ -365,18 +365,32 @@ int gpu_shift(shape_system *s, carlo_cell_shift sh)
 
 /* A box move's trial: the cells re-cut into the spare storage for grid ng and checked there,
  * one wait for the device (a cell that overflowed holds nmax particles: the check of the rest
- * is wasted but harmless). */
+ * is wasted but harmless). A split system's, while its other layers are not current (the cut
+ * kept): its own and halo layers re-cut, its own checked. */
 int gpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const double lam[3], shape_moves mv, int *bad)
 {
     gpu_impl *g = impl(s);
     if (fit_dev(&g->spare, &g->spare_grid, ng))
         return -1;
     CK(cudaMemset(&g->ctr->rflag, 0, 2 * sizeof(unsigned int)));
-    if (carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0))
+    int64_t c0 = 0, c1 = ng->ncells;
+    if (s->split && !s->split->full) {
+        int64_t h[2];
+        carlo_split_cells(s->split, ng, &c0, &c1);
+        const int lc = carlo_split_halo_cells(s->split, ng, h);
+        for (int k = 0; lc && k < 2; k++)
+            if (carlo_cells_dev_regrid_range(&s->grid, &g->cur, ng, &g->spare, lam, h[k], h[k] + lc,
+                                             &g->ctr->rflag, 0))
+                return -1;
+    }
+    if (carlo_cells_dev_regrid_range(&s->grid, &g->cur, ng, &g->spare, lam, c0, c1, &g->ctr->rflag, 0))
         return -1;
-    const unsigned threads = 128, blocks = (unsigned)((ng->ncells + threads - 1) / threads);
-    overlap_kernel<<<blocks, threads>>>(s->shape, *ng, g->spare.pos, g->spare.aux, g->spare.count, mv, g->ctr);
-    CK_LAUNCH("overlap_kernel");
+    const unsigned threads = 128, blocks = (unsigned)((c1 - c0 + threads - 1) / threads);
+    if (blocks) {
+        overlap_kernel<<<blocks, threads>>>(s->shape, *ng, g->spare.pos, g->spare.aux, g->spare.count, mv, c0, c1,
+                                            g->ctr);
+        CK_LAUNCH("overlap_kernel");
+    }
     unsigned int f[2] = {0, 0};
     CK(cudaMemcpy(f, &g->ctr->rflag, sizeof f, cudaMemcpyDeviceToHost));
     *bad = (f[0] | f[1]) != 0;

@@ -24,6 +24,8 @@
 --   shapes   pentagons at phi = 0.676 (HPMC's benchmark state), 2^19 R on R GPUs from a
 --            hexagonal start, whole on one GPU, decompose = true over several (halos staged
 --            through the host); 10 sweeps, then the timing of 20 (trial moves per second)
+--   shapes_npt  the same in NPT at beta P = 10 (a volume move after each sweep, tried on each
+--            rank's slab while the cut along y stays)
 -- HALO: auto, staged or direct (decompose = true's halo key). Timing: a warm-up, then the
 -- median of 3 repeats, each from a barrier to a device sync and a barrier on every rank (the
 -- slowest rank's time). Prints "ROW part ranks L value halo gpu" on rank 0 (kmc parts:
@@ -36,7 +38,7 @@ local part, halo = arg[1], arg[2] or "auto"
 local R = carlo.mpi.size
 local gpus = carlo.devices().gpus
 local device = os.getenv("DEVICE") or "gpu"
-assert(device == "gpu" or (device == "cpu" and (part:find("^kmc") or part:find("^hard") or part == "shapes")),
+assert(device == "gpu" or (device == "cpu" and (part:find("^kmc") or part:find("^hard") or part:find("^shapes"))),
   "bench-mpi.lua: DEVICE must be gpu, or cpu for the kmc, hard and shapes parts (got " .. device .. ")")
 assert(device == "cpu" or #gpus > 0, "bench-mpi: no GPU")
 
@@ -133,10 +135,11 @@ elseif part == "hard" or part == "hard_split1" then
     moves = sys:observe{ pressure = false }.tried - m0
   end, function() sys:sync() end)
   row(ny, moves / t, split and "split" or "whole")
-elseif part == "shapes" then
+elseif part == "shapes" or part == "shapes_npt" then
   local n1 = math.tointeger(tonumber(os.getenv("SHAPES_N") or tostring(1 << 19)))
   local sys = carlo.hard_polygons{ vertices = carlo.shapes.pentagon.vertices, N = n1 * R, phi = 0.676,
-                                   init = "hex", seed = 1, device = device, decompose = R > 1 or nil }
+                                   init = "hex", seed = 1, device = device, decompose = R > 1 or nil,
+                                   pressure = part == "shapes_npt" and 10 or nil }
   sys:run{ sweeps = 10, quiet = true }
   local rates = {}
   for r = 1, 3 do -- the move counters read outside the clock
@@ -152,7 +155,7 @@ elseif part == "shapes" then
   end
   row(n1 * R, median(rates), R > 1 and "split" or "whole")
 else
-  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1 or " ..
-    "shapes (got " ..
+  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1, " ..
+    "shapes or shapes_npt (got " ..
     tostring(part) .. ")")
 end

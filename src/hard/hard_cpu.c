@@ -236,21 +236,6 @@ static void pair_scan(const carlo_cell_grid *g, const carlo_cell_data *d, int64_
     *r2min = (double)best;
 }
 
-/* Cells [c0, c1) of grid ng re-cut from the scaled old grid; 1 when one overflowed. */
-static int regrid_cells(const carlo_cell_grid *og, const carlo_cell_data *src, const carlo_cell_grid *ng,
-                        const carlo_cell_data *dst, const double lam[3], int64_t c0, int64_t c1)
-{
-    int over = 0;
-#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
-    for (int64_t c = c0; c < c1; c++) {
-        int xyz[3];
-        carlo_cell_coords(ng, c, xyz);
-        if (carlo_cell_regrid_gather(og, src, ng, dst, lam, xyz) > ng->nmax)
-            over = 1;
-    }
-    return over;
-}
-
 /* A split system's scale trial where the cut along the split axis stays: each rank re-cuts its
  * own and halo layers from the same old layers, counts the overlaps of its own particles, and
  * the ranks add up overlaps and overflows, so that every rank takes the decision of the whole
@@ -259,12 +244,9 @@ static int split_scale_trial(hard_system *s, const carlo_cell_grid *ng, const do
                              int64_t *overlaps)
 {
     cpu_impl *im = impl(s);
-    int64_t c0, c1, h[2];
+    int64_t c0, c1;
     hard_split_cells(s, ng, &c0, &c1);
-    int64_t v[2] = {0, regrid_cells(&s->grid, &im->cur, ng, &im->spare, lam, c0, c1)};
-    const int lc = hard_split_halo_cells(s, ng, h);
-    for (int k = 0; lc && k < 2; k++)
-        v[1] |= regrid_cells(&s->grid, &im->cur, ng, &im->spare, lam, h[k], h[k] + lc);
+    int64_t v[2] = {0, carlo_split_regrid_host(s->split, &s->grid, &im->cur, ng, &im->spare, lam)};
     double r2;
     if (!v[1])
         pair_scan(ng, &im->spare, c0, c1, hard_tilt(s), &v[0], &r2);

@@ -269,6 +269,33 @@ int carlo_split_shift_host(const carlo_split *p, const carlo_cell_grid *g, const
     return 0;
 }
 
+/* Cells [c0, c1) of grid ng re-cut from the scaled old grid; 1 when one overflowed. */
+static int regrid_cells(const carlo_cell_grid *og, const carlo_cell_data *src, const carlo_cell_grid *ng,
+                        const carlo_cell_data *dst, const double lam[3], int64_t c0, int64_t c1)
+{
+    int over = 0;
+#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
+    for (int64_t c = c0; c < c1; c++) {
+        int xyz[3];
+        carlo_cell_coords(ng, c, xyz);
+        if (carlo_cell_regrid_gather(og, src, ng, dst, lam, xyz) > ng->nmax)
+            over = 1;
+    }
+    return over;
+}
+
+int carlo_split_regrid_host(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_data *src,
+                            const carlo_cell_grid *ng, const carlo_cell_data *dst, const double lam[3])
+{
+    int64_t c0, c1, h[2];
+    carlo_split_cells(p, ng, &c0, &c1);
+    int over = regrid_cells(og, src, ng, dst, lam, c0, c1);
+    const int lc = carlo_split_halo_cells(p, ng, h);
+    for (int k = 0; lc && k < 2; k++)
+        over |= regrid_cells(og, src, ng, dst, lam, h[k], h[k] + lc);
+    return over;
+}
+
 int carlo_split_gather(carlo_split *p, const carlo_cell_grid *g, const carlo_cell_data *d)
 {
     if (p->full || p->ranks == 1)

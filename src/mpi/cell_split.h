@@ -77,6 +77,11 @@ int carlo_split_after_shift(carlo_split *p, const carlo_cell_grid *g, const carl
  * shift; -1 naming the cell that overflowed. */
 int carlo_split_shift_host(const carlo_split *p, const carlo_cell_grid *g, const carlo_cell_data *src,
                            const carlo_cell_data *dst, carlo_cell_shift sh);
+/* The host cells src of grid og scaled by lam and re-cut into grid ng (storage dst) over this
+ * rank's layers and its halo layers, which a cut kept (carlo_split_keeps_cut) makes from the
+ * same old layers: 1 when a cell overflowed, else 0. */
+int carlo_split_regrid_host(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_data *src,
+                            const carlo_cell_grid *ng, const carlo_cell_data *dst, const double lam[3]);
 /* Whether scaling grid og by lam into ng keeps the cut along the split axis (as many layers,
  * each new layer made from the same old layer alone). */
 int carlo_split_keeps_cut(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_grid *ng,

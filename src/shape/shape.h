@@ -96,7 +96,9 @@ typedef struct shape_backend {
     int (*sync)(shape_system *s);
     /* A box move's trial: the cells scaled by lam (skew coordinates, about the grid's corner)
      * and re-cut into grid ng in the spare storage, then checked with the tilts of mv
-     * (shape_cell_overlaps over every cell): *bad = 1 on an overlap or an overflowing cell. */
+     * (shape_cell_overlaps over every cell): *bad = 1 on an overlap or an overflowing cell. A split
+     * system's whose other layers are not current (split->full = 0): its own and halo layers
+     * re-cut, its own cells checked (the caller adds up the ranks' verdicts). */
     int (*scale_trial)(shape_system *s, const carlo_cell_grid *ng, const double lam[3], shape_moves mv, int *bad);
     int (*scale_commit)(shape_system *s); /* the trial's cells become the cells */
 } shape_backend;
@@ -115,8 +117,10 @@ int shape_fetch(shape_system *s);
 /* Split s over the MPI ranks (decompose = true, carlo-mpi(7)): each rank sweeps the cell
  * layers of one slab along the last axis and exchanges halo layers after each set and shift
  * (mpi/cell_split.h; a GPU system stages them through the host), the chain that of the whole
- * system bit for bit. Everything else (box moves, observables, frames, checkpoints) gathers the
- * whole grid on every rank first (and a GPU system hands it to its device). Every rank calls it;
+ * system bit for bit. A box move that keeps the cut along the split axis is tried on each
+ * rank's slab and decided by the sum of their verdicts; everything else (other box moves,
+ * observables, frames, checkpoints) gathers the whole grid on every rank first (and a GPU
+ * system hands it to its device). Every rank calls it;
  * refused for the serial reference, a tilted box or triclinic box moves, and a grid of fewer
  * layers than ranks. */
 int shape_split_on(shape_system *s);

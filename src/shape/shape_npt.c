@@ -166,14 +166,16 @@ int shape_volume_move(shape_system *s)
 }
 
 /* The CPU's trial of a box move: the spare storage fit for ng, the cells re-cut into it, every
- * cell checked with the new tilts. */
+ * cell checked with the new tilts; a split system's with its slab alone (its own and halo
+ * layers re-cut, its own checked) while its other layers are not current, the cut kept. */
 static int cpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const double lam[3], shape_moves mv, int *bad)
 {
     *bad = 0;
     if (carlo_cell_data_fit(&s->spare, &s->spare_alloc, ng))
         return -1;
-
-    if (carlo_cells_regrid_host(&s->grid, &s->cur, ng, &s->spare, lam)) {
+    const int slab = s->split && !s->split->full;
+    if (slab ? carlo_split_regrid_host(s->split, &s->grid, &s->cur, ng, &s->spare, lam)
+             : carlo_cells_regrid_host(&s->grid, &s->cur, ng, &s->spare, lam)) {
         *bad = 1; /* a cell over its bound on non-overlapping centres */
         return 0;
     }
@@ -181,9 +183,12 @@ static int cpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const dou
     const shape_def *sh = &s->shape;
     const float *pos = s->spare.pos;
     const uint32_t *aux = s->spare.aux, *count = s->spare.count;
+    int64_t c0 = 0, c1 = g.ncells;
+    if (slab)
+        carlo_split_cells(s->split, &g, &c0, &c1);
     int over = 0;
-#pragma omp parallel for schedule(dynamic, 64) reduction(| : over) if (g.ncells > 256)
-    for (int64_t c = 0; c < g.ncells; c++) {
+#pragma omp parallel for schedule(dynamic, 64) reduction(| : over) if (c1 - c0 > 256)
+    for (int64_t c = c0; c < c1; c++) {
         int xyz[3];
         carlo_cell_coords(&g, c, xyz);
         over |= shape_cell_overlaps(sh, &g, pos, aux, count, xyz, &mv);
@@ -208,21 +213,31 @@ static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box 
     mv.tilt[2] = nb->yz;
     int bad = 0;
     *done = 0;
-    /* split: the whole configuration on every rank (and its device), which then decides alike
-     * without talking */
-    if (s->split && (carlo_split_fits(s->split, g) || (!s->split->full && shape_fetch(s))))
-        return -1;
-    if (s->be) {
-        if (s->be->scale_trial(s, g, lam, mv, &bad) || (!bad && s->be->scale_commit(s)))
-            return shape_gpu_failed(s);
-    } else {
-        if (cpu_scale_trial(s, g, lam, mv, &bad))
+    /* split: when the cut along the split axis stays, each rank tries its slab and the ranks add
+     * up their verdicts; else the whole configuration on every rank (and its device), which
+     * then decides alike without talking */
+    if (s->split) {
+        carlo_split *p = s->split;
+        if (carlo_split_fits(p, g))
             return -1;
-        if (!bad)
-            carlo_cell_data_swap(&s->cur, &s->cur_alloc, &s->spare, &s->spare_alloc);
+        const int slab = p->ranks > 1 && !p->full && carlo_split_keeps_cut(p, &s->grid, g, lam);
+        if (!slab && !p->full && shape_fetch(s))
+            return -1;
+    }
+    if (s->be ? s->be->scale_trial(s, g, lam, mv, &bad) : cpu_scale_trial(s, g, lam, mv, &bad))
+        return s->be ? shape_gpu_failed(s) : -1;
+    if (s->split) {
+        int64_t v = bad;
+        if (carlo_split_sum(s->split, &v, 1))
+            return -1;
+        bad = v != 0;
     }
     if (bad)
         return 0;
+    if (!s->be)
+        carlo_cell_data_swap(&s->cur, &s->cur_alloc, &s->spare, &s->spare_alloc);
+    else if (s->be->scale_commit(s))
+        return shape_gpu_failed(s);
     s->grid = *g;
     if (s->split && carlo_split_layout(s->split, g)) /* the whole new grid current on every rank */
         return -1;

@@ -3,7 +3,8 @@
 -- the gathered positions and orientations (a fingerprint of their exact bits), the move counts
 -- and the pressure and order estimators must be identical. Pentagons at phi = 0.6 with 16
 -- layers (3 ranks do not divide them), cubes at phi = 0.4 with 6 layers (nor do 4), ellipsoids,
--- pentagons in NPT (every volume move decided alike on every rank, the grid changing size),
+-- pentagons in NPT (every volume move decided alike on every rank: tried on each rank's slab
+-- and the verdicts added up while the cut stays, on the whole grid gathered when it changes),
 -- cubes with length moves of the box, a compression that takes layers away (the slabs cut
 -- again), two split systems advanced together, and the pentagons carried on to 500 sweeps with
 -- no overlap and no particle lost; what cannot be split is refused. Rank 0 writes the
@@ -95,6 +96,17 @@ local function cases()
   same_chain("pentagons_npt", na, nb)
   check("pentagons_npt_moved", na:observe().volume_accepted > 0 and na:observe().volume_accepted <
     na:observe().volume_tried, "no volume move accepted, or all")
+
+  -- NPT pentagons at a low pressure: the box grows, and the grid gains layers on the way (those
+  -- box moves gather the whole grid; the others are tried on each rank's slab)
+  local ga, gb = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 400, phi = 0.55, init = "hex",
+    seed = 9, pressure = 0.3, dlnV = 0.005 })
+  local g0 = ga.cells.m[2]
+  ga:run{ sweeps = 100 }
+  gb:run{ sweeps = 100 }
+  same_chain("pentagons_npt_grow", ga, gb)
+  check("pentagons_npt_grow_layers", ga.cells.m[2] > g0 and ga.layers[2] <= ga.cells.m[2],
+    ("%d layers before, %d after"):format(g0, ga.cells.m[2]))
 
   -- cubes with length moves of the box (it stays orthorhombic)
   local la, lb = pair(carlo.hard_polyhedra, { vertices = carlo.shapes.cube.vertices, N = 500, phi = 0.4,
