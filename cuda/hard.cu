@@ -223,12 +223,12 @@ __global__ void __launch_bounds__(HARD_TEAM_THREADS) team_kernel(carlo_cell_grid
 template <int DIM, int NMAX, int SKEW>
 __global__ void __launch_bounds__(256) pair_kernel(carlo_cell_grid g, const float *__restrict__ pos,
                                                    const uint32_t *__restrict__ count, dev_counters *ctr,
-                                                   hard_moves mv)
+                                                   hard_moves mv, int64_t c0, int64_t c1)
 {
-    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t c = c0 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; /* cells [c0, c1) */
     unsigned int over = 0;
     float best = 3.0e38f;
-    if (c < g.ncells) {
+    if (c < c1) {
         int xyz[3];
         carlo_cell_coords(&g, c, xyz);
         int n = (int)count[c];
@@ -569,29 +569,32 @@ int gpu_shift(hard_system *s, carlo_cell_shift sh)
     return hard_split_after_shift(s, &g->mirror, sh.axis); /* no exchange: the layers are marked stale */
 }
 
-/* Launch the pair scan of storage d on grid gr (the counters reset by reset_scan_kernel), with
- * the tilts of mv. */
-int launch_pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, const hard_moves &mv)
+/* Launch the pair scan of cells [c0, c1) of storage d on grid gr (the counters reset by
+ * reset_scan_kernel), with the tilts of mv. */
+int launch_pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, const hard_moves &mv,
+                     int64_t c0, int64_t c1)
 {
-    unsigned blocks = (unsigned)((gr->ncells + 255) / 256);
+    if (c1 <= c0)
+        return 0;
+    unsigned blocks = (unsigned)((c1 - c0 + 255) / 256);
     if (gr->dim == 2)
         (mv.skew ? pair_kernel<2, HARD_NMAX_2D, 1> : pair_kernel<2, HARD_NMAX_2D, 0>)<<<blocks, 256>>>(
-            *gr, d->pos, d->count, g->ctr, mv);
+            *gr, d->pos, d->count, g->ctr, mv, c0, c1);
     else
         (mv.skew ? pair_kernel<3, HARD_NMAX_3D, 1> : pair_kernel<3, HARD_NMAX_3D, 0>)<<<blocks, 256>>>(
-            *gr, d->pos, d->count, g->ctr, mv);
+            *gr, d->pos, d->count, g->ctr, mv, c0, c1);
     CK(cudaGetLastError());
     return 0;
 }
 
-/* The counters after a scan: one round trip. */
-int read_scan(gpu_impl *g, int64_t *overlaps, double *r2min, unsigned int *rflag)
+/* The counters after a scan: one round trip. *ends: overlapping pairs counted from both ends. */
+int read_scan(gpu_impl *g, int64_t *ends, double *r2min, unsigned int *rflag)
 {
     dev_counters h;
     CK(cudaMemcpy(&h, g->ctr, sizeof h, cudaMemcpyDeviceToHost));
     float best;
     memcpy(&best, &h.r2min_bits, sizeof best);
-    *overlaps = (int64_t)(h.overlaps / 2);
+    *ends = (int64_t)h.overlaps;
     *r2min = (double)best;
     *rflag = h.rflag;
     if (h.flag & 1u)
@@ -605,36 +608,55 @@ int pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, 
 {
     reset_scan_kernel<<<1, 1>>>(g->ctr);
     CK(cudaGetLastError());
-    if (launch_pair_scan(g, gr, d, mv))
+    if (launch_pair_scan(g, gr, d, mv, 0, gr->ncells))
         return -1;
     unsigned int rflag = 0;
-    return read_scan(g, overlaps, r2min, &rflag);
+    if (read_scan(g, overlaps, r2min, &rflag))
+        return -1;
+    *overlaps /= 2;
+    return 0;
 }
 
 /* Re-grid into the spare storage and scan it there, with a single wait for the device: a cell
- * that overflowed holds nmax particles and the scan of the rest is wasted but harmless. */
+ * that overflowed holds nmax particles and the scan of the rest is wasted but harmless. A split
+ * system, while the cut along the split axis stays (the usual small move): each rank re-cuts its
+ * own and halo layers and scans its own, and the ranks add up their counts, as on the CPU; else
+ * the whole configuration on every rank's device, which then decides alike without talking. */
 int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[3], int64_t *overlaps)
 {
     gpu_impl *g = impl(s);
-    /* split: the whole configuration on every rank's device, which then decides alike without
-     * talking (the CPU's trial over each rank's own layers is not built on the GPU) */
-    if (s->split && (hard_split_fits(s, ng) || split_gather(s)))
+    hard_split *p = s->split;
+    const int slab = p && p->ranks > 1 && !p->full && hard_split_keeps_cut(s, ng, lam);
+    if (p && (hard_split_fits(s, ng) || (slab ? split_settle(s) : split_gather(s))))
         return -1;
-    if (s->split)
-        s->split->trial_full = 1;
+    if (p)
+        p->trial_full = !slab;
     if (shape_for(&g->spare, &g->spare_grid, ng))
         return -1;
     reset_scan_kernel<<<1, 1>>>(g->ctr);
     CK(cudaGetLastError());
-    if (carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0) ||
-        launch_pair_scan(g, ng, &g->spare, s->mv))
+    int64_t c0 = 0, c1 = ng->ncells;
+    if (slab) {
+        int64_t h[2];
+        hard_split_cells(s, ng, &c0, &c1);
+        const int lc = hard_split_halo_cells(s, ng, h);
+        for (int k = 0; k < 2; k++)
+            if (carlo_cells_dev_regrid_range(&s->grid, &g->cur, ng, &g->spare, lam, h[k], h[k] + lc,
+                                             &g->ctr->rflag, 0))
+                return -1;
+    }
+    if (carlo_cells_dev_regrid_range(&s->grid, &g->cur, ng, &g->spare, lam, c0, c1, &g->ctr->rflag, 0) ||
+        launch_pair_scan(g, ng, &g->spare, s->mv, c0, c1))
         return -1;
     double r2;
     unsigned int rflag = 0;
-    if (read_scan(g, overlaps, &r2, &rflag))
+    int64_t v[2] = {0, 0}; /* pairs from both ends (a pair across two slabs: once on each), overflows */
+    if (read_scan(g, &v[0], &r2, &rflag))
         return -1;
-    if (rflag)
-        *overlaps = -1;
+    v[1] = rflag != 0;
+    if (slab && hard_split_sum(s, v, 2))
+        return -1;
+    *overlaps = v[1] ? -1 : v[0] / 2;
     return 0;
 }
 
@@ -643,8 +665,8 @@ int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
     if (split_settle(s))
         return -1;
     swap_data(impl(s));
-    if (s->split) { /* the whole new grid was cut on every rank */
-        s->split->full = 1;
+    if (s->split) { /* whole when the whole new grid was cut on every rank */
+        s->split->full = s->split->trial_full;
         return hard_split_layout(s, ng);
     }
     return 0;

@@ -21,6 +21,7 @@
 --            second, from the move counters summed over the ranks)
 --   hard_split1  the same 1520 x 1520 split over one rank (its edge layers staged through
 --            the host and sent to itself: the cost of the halo exchange)
+--   hard_npt the hard part in NPT at beta P = 9 (a volume move after each sweep)
 --   shapes   pentagons at phi = 0.676 (HPMC's benchmark state), 2^19 R on R GPUs from a
 --            hexagonal start, whole on one GPU, decompose = true over several (halos staged
 --            through the host); 10 sweeps, then the timing of 20 (trial moves per second)
@@ -116,7 +117,7 @@ elseif part == "kmc" or part == "kmc_split1" or part == "kmc_big" then
   end
   -- and the steps a second (a larger lattice's steps hold fewer events a site)
   row(n * copies, median(rates), (split and "split" or "whole") .. (" %.6g"):format(median(steps)))
-elseif part == "hard" or part == "hard_split1" then
+elseif part == "hard" or part == "hard_split1" or part == "hard_npt" then
   local side = math.tointeger(tonumber(os.getenv("HARD_SIDE") or "1520"))
   assert(side and side >= 8 and side % 2 == 0, "bench-mpi.lua: HARD_SIDE must be even, at least 8 (got " ..
     tostring(os.getenv("HARD_SIDE")) .. ")")
@@ -125,7 +126,8 @@ elseif part == "hard" or part == "hard_split1" then
   local a = math.sqrt(math.pi / 4 / phi * 2 / math.sqrt(3)) -- the spacing of hexagonal rows at phi
   local split = R > 1 or part == "hard_split1"
   local sys = carlo.hard_disks{ N = nx * ny, box = { nx * a, ny * a * math.sqrt(3) / 2 }, init = "hex",
-                                seed = 1, device = device, decompose = split, quiet = true }
+                                seed = 1, device = device, decompose = split, quiet = true,
+                                pressure = part == "hard_npt" and 9 or nil }
   sys:run{ sweeps = 20, quiet = true }
   local sweeps = 200
   local moves = 0
@@ -155,7 +157,7 @@ elseif part == "shapes" or part == "shapes_npt" then
   end
   row(n1 * R, median(rates), R > 1 and "split" or "whole")
 else
-  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1, " ..
+  error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1, hard_npt, " ..
     "shapes or shapes_npt (got " ..
     tostring(part) .. ")")
 end
