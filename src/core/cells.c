@@ -355,39 +355,54 @@ int64_t carlo_cells_count(const carlo_cell_grid *g, const carlo_cell_data *d)
     return n;
 }
 
-int carlo_cells_shift_host(const carlo_cell_grid *g, const carlo_cell_data *src,
-                           const carlo_cell_data *dst, carlo_cell_shift sh)
+int64_t carlo_cells_shift_range(const carlo_cell_grid *g, const carlo_cell_data *src, const carlo_cell_data *dst,
+                                carlo_cell_shift sh, int64_t c0, int64_t c1)
 {
     int64_t over = -1;
-#pragma omp parallel for schedule(static) reduction(max : over) if (g->ncells > 4096)
-    for (int64_t c = 0; c < g->ncells; c++) {
+#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
+    for (int64_t c = c0; c < c1; c++) {
         int xyz[3];
         carlo_cell_coords(g, c, xyz);
         if (carlo_cell_shift_gather(g, src, dst, xyz, sh) > g->nmax && c > over)
             over = c;
     }
-    if (over >= 0) {
-        int xyz[3];
-        carlo_cell_coords(g, over, xyz);
-        return carlo_seterr("cell (%d, %d, %d) overflowed its %d slots in the cell shift", xyz[0],
-                            xyz[1], xyz[2], g->nmax);
-    }
-    return 0;
+    return over;
 }
 
-int carlo_cells_regrid_host(const carlo_cell_grid *og, const carlo_cell_data *src,
-                            const carlo_cell_grid *ng, const carlo_cell_data *dst,
-                            const double lam[3])
+int carlo_cells_shift_overflow(const carlo_cell_grid *g, int64_t c)
+{
+    int xyz[3];
+    carlo_cell_coords(g, c, xyz);
+    return carlo_seterr("cell (%d, %d, %d) overflowed its %d slots in the cell shift", xyz[0], xyz[1], xyz[2],
+                        g->nmax);
+}
+
+int carlo_cells_shift_host(const carlo_cell_grid *g, const carlo_cell_data *src,
+                           const carlo_cell_data *dst, carlo_cell_shift sh)
+{
+    const int64_t over = carlo_cells_shift_range(g, src, dst, sh, 0, g->ncells);
+    return over >= 0 ? carlo_cells_shift_overflow(g, over) : 0;
+}
+
+int carlo_cells_regrid_range(const carlo_cell_grid *og, const carlo_cell_data *src, const carlo_cell_grid *ng,
+                             const carlo_cell_data *dst, const double lam[3], int64_t c0, int64_t c1)
 {
     int over = 0;
-#pragma omp parallel for schedule(static) reduction(max : over) if (ng->ncells > 4096)
-    for (int64_t c = 0; c < ng->ncells; c++) {
+#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
+    for (int64_t c = c0; c < c1; c++) {
         int xyz[3];
         carlo_cell_coords(ng, c, xyz);
         if (carlo_cell_regrid_gather(og, src, ng, dst, lam, xyz) > ng->nmax)
             over = 1;
     }
     return over;
+}
+
+int carlo_cells_regrid_host(const carlo_cell_grid *og, const carlo_cell_data *src,
+                            const carlo_cell_grid *ng, const carlo_cell_data *dst,
+                            const double lam[3])
+{
+    return carlo_cells_regrid_range(og, src, ng, dst, lam, 0, ng->ncells);
 }
 
 int carlo_cells_verify(const carlo_cell_grid *g, const carlo_cell_data *d, int64_t n)

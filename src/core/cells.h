@@ -94,6 +94,15 @@ int carlo_cells_shift_host(const carlo_cell_grid *g, const carlo_cell_data *src,
 int carlo_cells_regrid_host(const carlo_cell_grid *og, const carlo_cell_data *src,
                             const carlo_cell_grid *ng, const carlo_cell_data *dst,
                             const double lam[3]);
+/* The same two for the cells [c0, c1) of dst alone (a slab of a grid split over MPI ranks):
+ * the shift returns the largest index of a cell that overflowed, or -1, and
+ * carlo_cells_shift_overflow(g, c) sets the message naming cell c and returns -1; the
+ * re-gridding returns 1 when a cell would exceed nmax. */
+int64_t carlo_cells_shift_range(const carlo_cell_grid *g, const carlo_cell_data *src, const carlo_cell_data *dst,
+                                carlo_cell_shift sh, int64_t c0, int64_t c1);
+int carlo_cells_shift_overflow(const carlo_cell_grid *g, int64_t c);
+int carlo_cells_regrid_range(const carlo_cell_grid *og, const carlo_cell_data *src, const carlo_cell_grid *ng,
+                             const carlo_cell_data *dst, const double lam[3], int64_t c0, int64_t c1);
 
 /* The invariants: counts within [0, nmax], every particle's coordinates in [0, w), empty slots
  * empty, and n particles in all (n < 0: any number). Returns 0 or -1 naming the first breach. */

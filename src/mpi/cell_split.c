@@ -237,51 +237,18 @@ int carlo_split_after_shift(carlo_split *p, const carlo_cell_grid *g, const carl
     return axis == p->axis ? exchange(p, g, d, -1) : 0;
 }
 
-/* Cells [c0, c1) of the shift into dst; the largest index that overflowed, or over. */
-static int64_t shift_cells(const carlo_cell_grid *g, const carlo_cell_data *src, const carlo_cell_data *dst,
-                           carlo_cell_shift sh, int64_t c0, int64_t c1, int64_t over)
-{
-#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
-    for (int64_t c = c0; c < c1; c++) {
-        int xyz[3];
-        carlo_cell_coords(g, c, xyz);
-        if (carlo_cell_shift_gather(g, src, dst, xyz, sh) > g->nmax && c > over)
-            over = c;
-    }
-    return over;
-}
-
 int carlo_split_shift_host(const carlo_split *p, const carlo_cell_grid *g, const carlo_cell_data *src,
                            const carlo_cell_data *dst, carlo_cell_shift sh)
 {
     int64_t c0, c1, h[2];
     carlo_split_cells(p, g, &c0, &c1);
-    int64_t over = shift_cells(g, src, dst, sh, c0, c1, -1);
+    int64_t over = carlo_cells_shift_range(g, src, dst, sh, c0, c1);
     const int lc = carlo_split_halo_cells(p, g, h);
-    for (int k = 0; lc && sh.axis != p->axis && k < 2; k++)
-        over = shift_cells(g, src, dst, sh, h[k], h[k] + lc, over);
-    if (over >= 0) {
-        int xyz[3];
-        carlo_cell_coords(g, over, xyz);
-        return carlo_seterr("cell (%d, %d, %d) overflowed its %d slots in the cell shift", xyz[0],
-                            xyz[1], xyz[2], g->nmax);
+    for (int k = 0; lc && sh.axis != p->axis && k < 2; k++) {
+        const int64_t o = carlo_cells_shift_range(g, src, dst, sh, h[k], h[k] + lc);
+        over = o > over ? o : over;
     }
-    return 0;
-}
-
-/* Cells [c0, c1) of grid ng re-cut from the scaled old grid; 1 when one overflowed. */
-static int regrid_cells(const carlo_cell_grid *og, const carlo_cell_data *src, const carlo_cell_grid *ng,
-                        const carlo_cell_data *dst, const double lam[3], int64_t c0, int64_t c1)
-{
-    int over = 0;
-#pragma omp parallel for schedule(static) reduction(max : over) if (c1 - c0 > 4096)
-    for (int64_t c = c0; c < c1; c++) {
-        int xyz[3];
-        carlo_cell_coords(ng, c, xyz);
-        if (carlo_cell_regrid_gather(og, src, ng, dst, lam, xyz) > ng->nmax)
-            over = 1;
-    }
-    return over;
+    return over >= 0 ? carlo_cells_shift_overflow(g, over) : 0;
 }
 
 int carlo_split_regrid_host(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_data *src,
@@ -289,10 +256,10 @@ int carlo_split_regrid_host(const carlo_split *p, const carlo_cell_grid *og, con
 {
     int64_t c0, c1, h[2];
     carlo_split_cells(p, ng, &c0, &c1);
-    int over = regrid_cells(og, src, ng, dst, lam, c0, c1);
+    int over = carlo_cells_regrid_range(og, src, ng, dst, lam, c0, c1);
     const int lc = carlo_split_halo_cells(p, ng, h);
     for (int k = 0; lc && k < 2; k++)
-        over |= regrid_cells(og, src, ng, dst, lam, h[k], h[k] + lc);
+        over |= carlo_cells_regrid_range(og, src, ng, dst, lam, h[k], h[k] + lc);
     return over;
 }
 

@@ -239,7 +239,7 @@ static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box 
     else if (s->be->scale_commit(s))
         return shape_gpu_failed(s);
     s->grid = *g;
-    if (s->split && carlo_split_layout(s->split, g)) /* the whole new grid current on every rank */
+    if (s->split && carlo_split_layout(s->split, g)) /* whole when the whole grid was tried */
         return -1;
     if (s->be && carlo_cell_data_fit(&s->cur, &s->cur_alloc, g)) /* the host copy, fetched on demand */
         return -1;

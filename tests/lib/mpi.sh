@@ -49,3 +49,18 @@ mpi_resume() {
             echo "FAIL $name/load_${from}_to_$to: exited $?"
     fi
 }
+
+# mpi_chain_421 NAME SCRIPT STEP: SCRIPT's checkpoint of the 4-rank run of mpi_runs
+# ($MPI_TMP/np4.ckpt) loaded and continued on 2 ranks, that run's ($MPI_TMP/a.ckpt) in one
+# process without mpirun ($MPI_TMP/b); PASS NAME/chain_4_2_1 when the last run's file says it
+# reached step STEP.
+mpi_chain_421() {
+    local name=$1 script=$2 step=$3
+    mpi_resume "$name" "$script" 4 2 a "$MPI_TMP/np4.ckpt"
+    mpi_resume "$name" "$script" 2 plain b "$MPI_TMP/a.ckpt"
+    if grep -q "step $step" "$MPI_TMP/b"; then
+        echo "PASS $name/chain_4_2_1"
+    else
+        echo "FAIL $name/chain_4_2_1: the last run did not reach step $step"
+    fi
+}

@@ -8,8 +8,5 @@ cd "$(dirname "$0")/../.."
 . tests/lib/mpi.sh
 mpi_runs mpi/hard_split tests/mpi/hard_split.lua 1 2 3 4
 # 4 -> 2 -> 1: each run loads the previous one's checkpoint and continues 50 sweeps
-mpi_resume mpi/hard_split tests/mpi/hard_split.lua 4 2 a "$MPI_TMP/np4.ckpt"
-mpi_resume mpi/hard_split tests/mpi/hard_split.lua 2 plain b "$MPI_TMP/a.ckpt"
-grep -q "step 300" "$MPI_TMP/b" && echo "PASS mpi/hard_split/chain_4_2_1" ||
-    echo "FAIL mpi/hard_split/chain_4_2_1: the last run did not reach step 300"
+mpi_chain_421 mpi/hard_split tests/mpi/hard_split.lua 300
 rm -rf "$MPI_TMP"
