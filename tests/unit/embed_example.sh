@@ -15,14 +15,18 @@ command -v pkg-config >/dev/null || { echo "SKIP $name: pkg-config is not instal
 work=$(mktemp -d "${CARLO_TEST_TMP:-/tmp}/embed-example.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# the install, with this build's configuration: CUDA as its objects say; for make sanitize's
-# build the sanitizer flags, which carlo.pc then hands on to the host program
+# the install, with this build's configuration: CUDA and MPI as its objects say (else the
+# install would rebuild $BUILD without them, and `make MPI=1 test` would find no MPI in the
+# tests after this one); for make sanitize's build the sanitizer flags, which carlo.pc then
+# hands on to the host program
 cuda=1
 grep -q register_none "$BUILD/gen/obj.list" 2>/dev/null && cuda=0
+mpi=0
+grep -q 'src/mpi/mpi\.o' "$BUILD/gen/obj.list" 2>/dev/null && mpi=1
 flags=()
 [ -n "${CARLO_SANITIZE_FLAGS:-}" ] &&
     flags=(CFLAGS="-O1 -g $CARLO_SANITIZE_FLAGS" LDFLAGS="$CARLO_SANITIZE_FLAGS")
-if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD="$BUILD" CUDA=$cuda \
+if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD="$BUILD" CUDA=$cuda MPI=$mpi \
         "${flags[@]}" PREFIX="$work/prefix" install >"$work/install.log" 2>&1; then
     fail "make install failed: $(tail -n 5 "$work/install.log")"
 fi
