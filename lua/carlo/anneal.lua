@@ -318,5 +318,3 @@ function carlo.anneal(t)
   results.earlier = earlier
   return results
 end
-
-return carlo

@@ -540,5 +540,3 @@ function carlo.population_annealing(t)
   if own then log:close() end
   return rows, pop
 end
-
-return carlo

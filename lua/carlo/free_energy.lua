@@ -583,5 +583,3 @@ function carlo.integrate(t)
   end
   return sum, dy and math.sqrt(var) or nil
 end
-
-return carlo

@@ -93,5 +93,3 @@ function carlo.hysteresis(t)
              back = largest_step(out, h.back.mean, h.back.err, rev) }
   return h
 end
-
-return carlo

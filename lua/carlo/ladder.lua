@@ -77,5 +77,3 @@ function carlo.ladder(t)
   end
   return pts
 end
-
-return carlo

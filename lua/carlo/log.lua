@@ -215,5 +215,3 @@ function carlo.log(path, opts)
   end
   return self
 end
-
-return carlo

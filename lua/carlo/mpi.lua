@@ -110,5 +110,3 @@ carlo.trajectory = function(path, mode, opts, ...)
   if not ok then error(t, 2) end
   return t
 end
-
-return carlo

@@ -36,5 +36,3 @@ function carlo.options(argv, defaults)
   end
   return opt
 end
-
-return carlo

@@ -94,5 +94,3 @@ function carlo.schedule(parts)
   end
   return r
 end
-
-return carlo
