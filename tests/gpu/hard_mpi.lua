@@ -18,7 +18,7 @@ local carlo = require "carlo"
 local checks = require "check"
 local out, load_from = arg[1], arg[2]
 local stage = tonumber(arg[3] or "0")
-local me, n = carlo.mpi.rank, carlo.mpi.size
+local n = carlo.mpi.size
 local dev = os.getenv("HARD_MPI_DEVICE") or "gpu"
 local tag = ("_np%d%s"):format(n, load_from and "_stage" .. stage or "")
 if dev == "gpu" and not checks.gpu_or_skip("gpu/hard_mpi/split" .. tag) then return end
@@ -154,8 +154,4 @@ else
   lines[#lines + 1] = "loaded " .. a
 end
 
-if out and me == 0 and #lines > 0 then
-  local f = assert(io.open(out, "w"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+if out and #lines > 0 then require("check").rank0_write(out, lines) end

@@ -51,6 +51,15 @@ function M.slurp(path)
   return s
 end
 
+-- Under mpirun: rank 0 writes lines to path, one a line (the MPI tests' files, compared across
+-- rank counts by their .sh); the other ranks write nothing.
+function M.rank0_write(path, lines)
+  if carlo.mpi.rank ~= 0 then return end
+  local f = assert(io.open(path, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+end
+
 function M.has_gpu()
   return #carlo.devices().gpus > 0
 end

@@ -37,8 +37,4 @@ for _, row in ipairs(rows) do
   lines[#lines + 1] = ("pa beta=%a lnZ=%a e=%a/%a S=%a n=%a"):format(row.beta, row.lnZ, row.e.mean,
     row.e.err, row.family_entropy, row.effective_size)
 end
-if carlo.mpi.rank == 0 then
-  local f = assert(io.open(out, "w"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+require("check").rank0_write(out, lines)

@@ -13,7 +13,7 @@
 -- again to OUT.ckpt (the .sh chains 4 -> 2 -> 1 ranks).
 local carlo = require "carlo"
 local out, load_from = assert(arg[1], "usage: hard_split.lua OUT [CHECKPOINT]"), arg[2]
-local me, n = carlo.mpi.rank, carlo.mpi.size
+local n = carlo.mpi.size
 local lines = {}
 local function check(name, cond, why)
   print(((cond and "PASS %s" or "FAIL %s: %s")):format("mpi/hard_split/" .. name .. "_np" .. n ..
@@ -130,8 +130,4 @@ if load_from then
 else
   cases()
 end
-if me == 0 then
-  local f = assert(io.open(out, "w"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+require("check").rank0_write(out, lines)

@@ -154,8 +154,4 @@ else
   c:save(out .. ".ckpt")
 end
 
-if carlo.mpi.rank == 0 and #lines > 0 then
-  local f = assert(io.open(out, "w"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+if #lines > 0 then require("check").rank0_write(out, lines) end

@@ -90,11 +90,7 @@ if load_from then
   check("load_continues", c.step == 150 and lattice(c) == lattice(whole),
     "a checkpoint from another rank count did not continue as the unsplit run")
 end
-if me == 0 then
-  local f = assert(io.open(out, "w"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+require("check").rank0_write(out, lines)
 -- every rank refuses a walltime for a split system (ranks' clocks differ)
 if n > 1 then
   local ok, err = pcall(function() first:run{ sweeps = 10, walltime = 10 } end)

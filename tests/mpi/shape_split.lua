@@ -16,7 +16,7 @@
 -- whole ones staying on the CPU: the same chains, the GPU's being the CPU's bit for bit.
 local carlo = require "carlo"
 local out, load_from = assert(arg[1], "usage: shape_split.lua OUT [CHECKPOINT]"), arg[2]
-local me, n = carlo.mpi.rank, carlo.mpi.size
+local n = carlo.mpi.size
 local dev = os.getenv("SHAPE_SPLIT_DEVICE") or "cpu"
 local group = dev == "gpu" and "gpu/shape_mpi/" or "mpi/shape_split/"
 local lines = {}
@@ -191,8 +191,4 @@ if load_from then
 else
   cases()
 end
-if me == 0 then
-  local f = assert(io.open(out, "w"))
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-end
+require("check").rank0_write(out, lines)
