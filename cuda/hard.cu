@@ -626,7 +626,7 @@ int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[
 {
     gpu_impl *g = impl(s);
     hard_split *p = s->split;
-    const int slab = p && p->ranks > 1 && !p->full && hard_split_keeps_cut(s, ng, lam);
+    const int slab = p && hard_split_slab_trial(s, ng, lam);
     if (p && (hard_split_fits(s, ng) || (slab ? split_settle(s) : split_gather(s))))
         return -1;
     if (p)

@@ -265,7 +265,7 @@ static int cpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const doub
         return -1;
     if (s->split && hard_split_fits(s, ng))
         return -1;
-    if (s->split && hard_split_keeps_cut(s, ng, lam))
+    if (s->split && hard_split_slab_trial(s, ng, lam))
         return split_scale_trial(s, ng, lam, overlaps);
     /* split: the whole configuration on every rank, which then decides alike without talking */
     if (s->split && hard_split_gather(s, &im->cur))
@@ -286,7 +286,7 @@ static int cpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
 {
     swap_data(impl(s));
     if (s->split) { /* current everywhere when the whole new grid was cut on every rank */
-        s->split->full = s->split->trial_full || s->split->ranks == 1;
+        s->split->full = s->split->trial_full;
         return hard_split_layout(s, ng);
     }
     return 0;

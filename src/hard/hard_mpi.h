@@ -60,11 +60,10 @@ static inline int hard_split_halo_cells(const hard_system *s, const carlo_cell_g
 {
     return carlo_split_halo_cells(s->split, g, c0);
 }
-/* Whether scaling s->grid by lam into ng keeps the cut: then each rank re-cuts its own and halo
- * layers where it is, and the ranks add up their overlaps; else the whole grid is gathered. */
-static inline int hard_split_keeps_cut(const hard_system *s, const carlo_cell_grid *ng, const double lam[3])
+/* Whether a volume move of s->grid into ng is tried on this rank's slab (carlo_split_slab_trial). */
+static inline int hard_split_slab_trial(const hard_system *s, const carlo_cell_grid *ng, const double lam[3])
 {
-    return carlo_split_keeps_cut(s->split, &s->grid, ng, lam);
+    return carlo_split_slab_trial(s->split, &s->grid, ng, lam);
 }
 static inline int hard_split_gather(hard_system *s, const carlo_cell_data *d) { return carlo_split_gather(s->split, &s->grid, d); }
 static inline int hard_split_sum(hard_system *s, int64_t *v, int n) { return carlo_split_sum(s->split, v, n); }

@@ -138,9 +138,11 @@ int carlo_split_halo_cells(const carlo_split *p, const carlo_cell_grid *g, int64
     return (int)lc;
 }
 
-int carlo_split_keeps_cut(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_grid *ng,
-                          const double lam[3])
+int carlo_split_slab_trial(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_grid *ng,
+                           const double lam[3])
 {
+    if (p->ranks == 1 || p->full)
+        return 0;
     /* the test of carlo_cell_regrid_gather under which a new cell takes the particles of the
      * old cell of the same coordinate along that axis only */
     const int a = p->axis;

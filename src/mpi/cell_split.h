@@ -78,14 +78,17 @@ int carlo_split_after_shift(carlo_split *p, const carlo_cell_grid *g, const carl
 int carlo_split_shift_host(const carlo_split *p, const carlo_cell_grid *g, const carlo_cell_data *src,
                            const carlo_cell_data *dst, carlo_cell_shift sh);
 /* The host cells src of grid og scaled by lam and re-cut into grid ng (storage dst) over this
- * rank's layers and its halo layers, which a cut kept (carlo_split_keeps_cut) makes from the
+ * rank's layers and its halo layers, which a cut kept (carlo_split_slab_trial) makes from the
  * same old layers: 1 when a cell overflowed, else 0. */
 int carlo_split_regrid_host(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_data *src,
                             const carlo_cell_grid *ng, const carlo_cell_data *dst, const double lam[3]);
-/* Whether scaling grid og by lam into ng keeps the cut along the split axis (as many layers,
- * each new layer made from the same old layer alone). */
-int carlo_split_keeps_cut(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_grid *ng,
-                          const double lam[3]);
+/* Whether a box move that scales grid og by lam into ng is tried on this rank's slab (its own
+ * and halo layers re-cut, its own checked, the ranks' verdicts added up): there are several
+ * ranks, the other layers are not current here, and the move keeps the cut along the split axis
+ * (as many layers, each new layer made from the same old layer alone). Else the whole grid is
+ * gathered and every rank tries the move on all of it. */
+int carlo_split_slab_trial(const carlo_split *p, const carlo_cell_grid *og, const carlo_cell_grid *ng,
+                           const double lam[3]);
 /* Every layer of the host cells d from the rank that owns it (a no-op when already current). */
 int carlo_split_gather(carlo_split *p, const carlo_cell_grid *g, const carlo_cell_data *d);
 /* Sum n counters, or the smallest of one value, over the ranks. */

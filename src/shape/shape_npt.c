@@ -220,7 +220,7 @@ static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box 
         carlo_split *p = s->split;
         if (carlo_split_fits(p, g))
             return -1;
-        const int slab = p->ranks > 1 && !p->full && carlo_split_keeps_cut(p, &s->grid, g, lam);
+        const int slab = carlo_split_slab_trial(p, &s->grid, g, lam);
         if (!slab && !p->full && shape_fetch(s))
             return -1;
     }
