@@ -65,6 +65,28 @@ local function timed(fn, sync)
   return median(t)
 end
 
+-- The median over 3 timed runs of run() of the rates of the counters count() returns (a list),
+-- each run from a barrier to a device sync and a barrier, the counters read outside the clock.
+local function counted(sys, run, count)
+  local rates = {}
+  for r = 1, 3 do
+    sys:sync()
+    local c0 = count()
+    carlo.mpi.barrier()
+    local t0 = carlo.clock()
+    run()
+    sys:sync()
+    carlo.mpi.barrier()
+    local t = carlo.clock() - t0
+    for k, c in ipairs(count()) do
+      rates[k] = rates[k] or {}
+      rates[k][r] = (c - c0[k]) / t
+    end
+  end
+  for k = 1, #rates do rates[k] = median(rates[k]) end
+  return table.unpack(rates)
+end
+
 local function row(L, value, how)
   local name = device == "gpu" and gpus[1].name or "cpu"
   print(("ROW %s %d %d %.6g %s %s"):format(part, R, L, value, how, (name:gsub(" ", "_"))))
@@ -103,20 +125,10 @@ elseif part == "kmc" or part == "kmc_split1" or part == "kmc_big" then
                          decompose = split, quiet = true }
   local per = n * n * copies
   sys:run{ events = 10 * per, quiet = true }
-  local rates, steps = {}, {}
-  for r = 1, 3 do
-    sys:sync()
-    local e0, k0 = sys.events, sys.step -- counters only: nothing copied from the device
-    carlo.mpi.barrier()
-    local t0 = carlo.clock()
-    sys:run{ events = 5 * per, quiet = true }
-    sys:sync()
-    carlo.mpi.barrier()
-    local t = carlo.clock() - t0
-    rates[r], steps[r] = (sys.events - e0) / t, (sys.step - k0) / t
-  end
-  -- and the steps a second (a larger lattice's steps hold fewer events a site)
-  row(n * copies, median(rates), (split and "split" or "whole") .. (" %.6g"):format(median(steps)))
+  local rate, steps = counted(sys, function() sys:run{ events = 5 * per, quiet = true } end,
+    function() return { sys.events, sys.step } end) -- counters only: nothing copied from the device
+  -- events and steps a second (a larger lattice's steps hold fewer events a site)
+  row(n * copies, rate, (split and "split" or "whole") .. (" %.6g"):format(steps))
 elseif part == "hard" or part == "hard_split1" or part == "hard_npt" then
   local side = math.tointeger(tonumber(os.getenv("HARD_SIDE") or "1520"))
   assert(side and side >= 8 and side % 2 == 0, "bench-mpi.lua: HARD_SIDE must be even, at least 8 (got " ..
@@ -143,19 +155,9 @@ elseif part == "shapes" or part == "shapes_npt" then
                                    init = "hex", seed = 1, device = device, decompose = R > 1 or nil,
                                    pressure = part == "shapes_npt" and 10 or nil }
   sys:run{ sweeps = 10, quiet = true }
-  local rates = {}
-  for r = 1, 3 do -- the move counters read outside the clock
-    sys:sync()
-    local m0 = sys:observe{ pressure = false }.tried
-    carlo.mpi.barrier()
-    local t0 = carlo.clock()
-    sys:run{ sweeps = 20, quiet = true }
-    sys:sync()
-    carlo.mpi.barrier()
-    local t = carlo.clock() - t0
-    rates[r] = (sys:observe{ pressure = false }.tried - m0) / t
-  end
-  row(n1 * R, median(rates), R > 1 and "split" or "whole")
+  local rate = counted(sys, function() sys:run{ sweeps = 20, quiet = true } end,
+    function() return { sys:observe{ pressure = false }.tried } end)
+  row(n1 * R, rate, R > 1 and "split" or "whole")
 else
   error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1, hard_npt, " ..
     "shapes or shapes_npt (got " ..
