@@ -60,6 +60,27 @@ function M.rank0_write(path, lines)
   f:close()
 end
 
+-- The MPI split tests' common checks of a split system a against the same system whole, b;
+-- check(name, cond, why) is the script's own (its names carry the group and rank count).
+-- The pressure's mean and error bar of a sample (args: sys:sample's) are the whole one's.
+function M.split_sample(check, name, a, b, args)
+  local qa, qb = a:sample(args), b:sample(args)
+  check(name, qa.P.mean == qb.P.mean and qa.P.err == qb.P.err,
+    ("P %.17g +- %.3g vs %.17g +- %.3g"):format(qa.P.mean, qa.P.err, qb.P.mean, qb.P.err))
+end
+
+-- Both carried on `sweeps` sweeps to step `step`: every particle of a still there once, no
+-- overlap, and the same chain (same_chain(name, a, b), the script's comparison).
+function M.split_carry_on(check, same_chain, name, a, b, sweeps, step)
+  a:run{ sweeps = sweeps }
+  b:run{ sweeps = sweeps }
+  local ok, why = a:verify() -- N particles, each in its cell once, no overlap
+  check(name .. "_verify", ok and a.step == step, tostring(why))
+  local nover = a:overlaps()
+  check(name .. "_no_overlap", nover == 0, ("%d overlapping pairs"):format(nover))
+  same_chain(name, a, b)
+end
+
 function M.has_gpu()
   return #carlo.devices().gpus > 0
 end

@@ -20,7 +20,8 @@ local function check(name, cond, why)
     (load_from and "_again" or ""), why))
 end
 
-local fingerprint = require("check").position_fingerprint
+local checks = require "check"
+local fingerprint = checks.position_fingerprint
 
 local function pair(make, args)
   local split_args, whole_args = { decompose = true, device = "cpu" }, { device = "cpu" }
@@ -102,19 +103,10 @@ if n > 2 then
 end
 
 -- sample: the pressure's mean and error bar from the split system are the whole one's
-local qa = da:sample{ sweeps = 100, every = 10 }
-local qb = db:sample{ sweeps = 100, every = 10 }
-check("disks_sample", qa.P.mean == qb.P.mean and qa.P.err == qb.P.err,
-  ("P %.17g +- %.3g vs %.17g +- %.3g"):format(qa.P.mean, qa.P.err, qb.P.mean, qb.P.err))
+checks.split_sample(check, "disks_sample", da, db, { sweeps = 100, every = 10 })
 
 -- on to 1000 sweeps: every particle still there once, no overlap, the same chain
-da:run{ sweeps = 700 }
-db:run{ sweeps = 700 }
-local ok, why = da:verify() -- N particles, each in its cell once, no overlap
-check("disks_1000_verify", ok and da.step == 1000, tostring(why))
-local nover = da:overlaps()
-check("disks_1000_no_overlap", nover == 0, ("%d overlapping pairs"):format(nover))
-same_chain("disks_1000", da, db)
+checks.split_carry_on(check, same_chain, "disks_1000", da, db, 700, 1000)
 end
 
 if load_from then
@@ -130,4 +122,4 @@ if load_from then
 else
   cases()
 end
-require("check").rank0_write(out, lines)
+checks.rank0_write(out, lines)

@@ -60,6 +60,7 @@ local function same_chain(name, a, b, opt)
   lines[#lines + 1] = ("%s %s step %d P %.17g accepted %d"):format(name, fa, a.step, oa.P, oa.accepted)
 end
 
+local checks = require "check"
 local pent = carlo.shapes.pentagon
 local pentagons = { vertices = pent.vertices, N = 400, phi = 0.6, init = "hex", seed = 3 }
 
@@ -142,19 +143,10 @@ local function cases()
     fingerprint(va[2]) == fingerprint(vb[2]), "split systems advanced together differ")
 
   -- sample: the pressure's mean and error bar from the split system are the whole one's
-  local qa = pa:sample{ sweeps = 50, every = 10 }
-  local qb = pb:sample{ sweeps = 50, every = 10 }
-  check("pentagons_sample", qa.P.mean == qb.P.mean and qa.P.err == qb.P.err,
-    ("P %.17g +- %.3g vs %.17g +- %.3g"):format(qa.P.mean, qa.P.err, qb.P.mean, qb.P.err))
+  checks.split_sample(check, "pentagons_sample", pa, pb, { sweeps = 50, every = 10 })
 
   -- on to 500 sweeps: every particle still there once, no overlap, the same chain
-  pa:run{ sweeps = 350 }
-  pb:run{ sweeps = 350 }
-  local ok, why = pa:verify() -- N particles, each in its cell once, no overlap
-  check("pentagons_500_verify", ok and pa.step == 500, tostring(why))
-  local nover = pa:overlaps()
-  check("pentagons_500_no_overlap", nover == 0, ("%d overlapping pairs"):format(nover))
-  same_chain("pentagons_500", pa, pb)
+  checks.split_carry_on(check, same_chain, "pentagons_500", pa, pb, 350, 500)
 
   -- what cannot be split is refused, saying why
   local function refused(name, args, want)
@@ -191,4 +183,4 @@ if load_from then
 else
   cases()
 end
-require("check").rank0_write(out, lines)
+checks.rank0_write(out, lines)
