@@ -32,6 +32,11 @@
  * SHAPE_VMAX). */
 int shape_make_poly(shape_def *s, int dim, int nv, const double *v, double sweep, double *volume,
                     double shift[3]);
+/* Whether the vertices of a polygon / polyhedron come in pairs v, -v (within 1e-12 of their
+ * largest coordinate): if so, each pair is made exactly symmetric (-v copied from the first
+ * of the two) and the first of each is listed in s->vs (s->nsym pairs), which halves the
+ * support function's search (shape_kernel.h); if not, s->nsym = 0. shape_make_poly calls it. */
+void shape_find_pairs(shape_def *s);
 /* An ellipse (dim 2, axes[0..1]) or ellipsoid (dim 3). */
 int shape_make_ellipsoid(shape_def *s, int dim, const double axes[3], double *volume);
 

@@ -299,6 +299,43 @@ static int poly3(shape_def *s, int nv, const double *v, double sweep, double *vo
     return 0;
 }
 
+void shape_find_pairs(shape_def *s)
+{
+    s->nsym = 0;
+    if (s->kind != SHAPE_POLY || s->nv % 2 != 0)
+        return;
+    double scale = 0;
+    for (int i = 0; i < s->nv; i++)
+        for (int a = 0; a < 3; a++)
+            scale = fmax(scale, fabs(s->v[i][a]));
+    const double tol = 1e-12 * scale;
+    int partner[SHAPE_VMAX];
+    for (int i = 0; i < s->nv; i++)
+        partner[i] = -1;
+    for (int i = 0; i < s->nv; i++) {
+        if (partner[i] >= 0)
+            continue;
+        for (int j = i + 1; j < s->nv && partner[i] < 0; j++)
+            if (partner[j] < 0 && fabs(s->v[j][0] + s->v[i][0]) <= tol &&
+                fabs(s->v[j][1] + s->v[i][1]) <= tol && fabs(s->v[j][2] + s->v[i][2]) <= tol) {
+                partner[i] = j;
+                partner[j] = i;
+            }
+        if (partner[i] < 0)
+            return; /* not centrally symmetric */
+    }
+    int k = 0;
+    for (int i = 0; i < s->nv; i++)
+        if (partner[i] > i) {
+            for (int a = 0; a < 3; a++) {
+                s->v[partner[i]][a] = -s->v[i][a];
+                s->vs[k][a] = s->v[i][a];
+            }
+            k++;
+        }
+    s->nsym = k;
+}
+
 int shape_make_poly(shape_def *s, int dim, int nv, const double *v, double sweep, double *volume,
                     double shift[3])
 {
@@ -313,7 +350,10 @@ int shape_make_poly(shape_def *s, int dim, int nv, const double *v, double sweep
                             dim + 1, SHAPE_VMAX, nv);
     if (!(sweep >= 0) || !isfinite(sweep))
         return carlo_seterr("sweep_radius must be a finite number >= 0 (got %g)", sweep);
-    return dim == 2 ? poly2(s, nv, v, sweep, volume, shift) : poly3(s, nv, v, sweep, volume, shift);
+    if (dim == 2 ? poly2(s, nv, v, sweep, volume, shift) : poly3(s, nv, v, sweep, volume, shift))
+        return -1;
+    shape_find_pairs(s);
+    return 0;
 }
 
 int shape_make_ellipsoid(shape_def *s, int dim, const double axes[3], double *volume)

@@ -14,7 +14,9 @@
  * Arithmetic: the overlap test runs in double, with additions, multiplications, divisions and
  * square roots only (all correctly rounded on both backends; the build forbids contraction),
  * so the CPU and the GPU take the same decision from the same inputs. The positions it is
- * given are the exact float separations of the cell frames.
+ * given are the exact float separations of the cell frames; it turns the separation and B's
+ * rotation into A's body frame first (shape_pair_make), where A's support point needs no
+ * rotation, and a centrally symmetric shape's support searches half of its vertices.
  *
  * Orientations are 32-bit words: in 2D one word, the angle in units of 2 pi / 2^32 (a turn is
  * 2^32, so rotations add exactly and are exactly reversible); in 3D four words, the float bits
@@ -64,6 +66,10 @@ typedef struct shape_def {
     double R;           /* circumradius about the centre, sweep included */
     double r_in;        /* inradius about the centre, sweep included */
     double v[SHAPE_VMAX][3]; /* vertices in the body frame (z = 0 in 2D) */
+    int nsym;           /* > 0: a centrally symmetric polygon / polyhedron, its vertices the nsym
+                         * pairs vs[k], -vs[k] (exactly; shape_find_pairs), which the support
+                         * function searches; 0: it searches v */
+    double vs[SHAPE_VMAX / 2][3];
 } shape_def;
 
 /* A rotation matrix, body frame to world frame. */
@@ -204,7 +210,10 @@ CARLO_HD void shape_orient_identity(int dim, uint32_t o[4])
 
 /* ---------- support functions ---------- */
 
-/* The point of the shape farthest along n, in the body frame. */
+/* The point of the shape farthest along n, in the body frame. A centrally symmetric shape
+ * searches its nsym pairs: the dot product of -v is exactly minus that of v (rounding is
+ * symmetric), so the largest |v . n| is the same largest value as a search of every vertex
+ * finds, in half the products. Among equal values the first in the search's order wins. */
 CARLO_HD void shape_support_body(const shape_def *s, const double n[3], double out[3])
 {
     if (s->kind == SHAPE_ELLIPSOID) {
@@ -220,16 +229,33 @@ CARLO_HD void shape_support_body(const shape_def *s, const double n[3], double o
         out[2] = p[2] / q;
         return;
     }
-    int best = 0;
-    double bd = shape_dot(s->v[0], n);
-    for (int i = 1; i < s->nv; i++) {
-        const double d = shape_dot(s->v[i], n);
-        if (d > bd) {
-            bd = d;
-            best = i;
+    if (s->nsym > 0) {
+        double d = shape_dot(s->vs[0], n), bd = fabs(d);
+        int best = 0, neg = d < 0.0;
+        for (int i = 1; i < s->nsym; i++) {
+            d = shape_dot(s->vs[i], n);
+            const double a = fabs(d);
+            const int up = a > bd;
+            best = up ? i : best;
+            neg = up ? d < 0.0 : neg;
+            bd = up ? a : bd;
         }
+        const double sign = neg ? -1.0 : 1.0;
+        out[0] = sign * s->vs[best][0];
+        out[1] = sign * s->vs[best][1];
+        out[2] = sign * s->vs[best][2];
+    } else {
+        int best = 0;
+        double bd = shape_dot(s->v[0], n);
+        for (int i = 1; i < s->nv; i++) {
+            const double d = shape_dot(s->v[i], n);
+            if (d > bd) {
+                bd = d;
+                best = i;
+            }
+        }
+        shape_copy(out, s->v[best]);
     }
-    shape_copy(out, s->v[best]);
     if (s->sweep > 0.0) {
         const double len = sqrt(shape_dot(n, n));
         if (len > 0.0) {
@@ -241,10 +267,22 @@ CARLO_HD void shape_support_body(const shape_def *s, const double n[3], double o
     }
 }
 
-/* The support point of the shape rotated by r, along the world direction n. */
-CARLO_HD void shape_support(const shape_def *s, const shape_rot *r, const double n[3], double out[3])
+/* The support point of the shape rotated by r, along the direction n (both in the same frame);
+ * dim is s->dim, an argument so that a kernel compiled for one dimension leaves out the other's
+ * code (shape_overlap_xeno_dim). */
+CARLO_HD void shape_support_dim(int dim, const shape_def *s, const shape_rot *r, const double n[3], double out[3])
 {
     double nb[3], p[3];
+    if (dim == 2) { /* the z row and column: 0 0 1 */
+        nb[0] = r->m[0][0] * n[0] + r->m[1][0] * n[1];
+        nb[1] = r->m[0][1] * n[0] + r->m[1][1] * n[1];
+        nb[2] = 0.0;
+        shape_support_body(s, nb, p);
+        out[0] = r->m[0][0] * p[0] + r->m[0][1] * p[1];
+        out[1] = r->m[1][0] * p[0] + r->m[1][1] * p[1];
+        out[2] = 0.0;
+        return;
+    }
     for (int a = 0; a < 3; a++)
         nb[a] = r->m[0][a] * n[0] + r->m[1][a] * n[1] + r->m[2][a] * n[2];
     shape_support_body(s, nb, p);
@@ -252,18 +290,62 @@ CARLO_HD void shape_support(const shape_def *s, const shape_rot *r, const double
         out[a] = r->m[a][0] * p[0] + r->m[a][1] * p[1] + r->m[a][2] * p[2];
 }
 
-/* The support point of the Minkowski difference B - A (A's centre at the origin, B's at d). */
+CARLO_HD void shape_support(const shape_def *s, const shape_rot *r, const double n[3], double out[3])
+{
+    shape_support_dim(s->dim, s, r, n, out);
+}
+
+/* A pair in the body frame of A (A's centre at the origin, unrotated): B's centre d and B's
+ * rotation rb there (the world's separation and rotation turned by A's inverse rotation). The
+ * test is rotation invariant, so it runs in A's frame, where A's support needs no rotation. */
 typedef struct shape_pair {
     const shape_def *A, *B;
-    const shape_rot *ra, *rb;
+    int dim;
+    double tol; /* XenoCollide's: SHAPE_MPR_TOL (R_A + R_B) */
+    shape_rot rb;
     double d[3];
 } shape_pair;
 
+/* The pair of world rotations ra, rb and separation d in A's frame: ra^T d and ra^T rb. */
+CARLO_HD void shape_pair_frame(int dim, const shape_rot *ra, const shape_rot *rb, const double d[3],
+                               shape_pair *p)
+{
+    if (dim == 2) {
+        p->d[0] = ra->m[0][0] * d[0] + ra->m[1][0] * d[1];
+        p->d[1] = ra->m[0][1] * d[0] + ra->m[1][1] * d[1];
+        p->d[2] = 0.0;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                p->rb.m[i][j] = ra->m[0][i] * rb->m[0][j] + ra->m[1][i] * rb->m[1][j];
+        p->rb.m[0][2] = p->rb.m[1][2] = p->rb.m[2][0] = p->rb.m[2][1] = 0.0;
+        p->rb.m[2][2] = 1.0;
+        return;
+    }
+    for (int i = 0; i < 3; i++) {
+        p->d[i] = ra->m[0][i] * d[0] + ra->m[1][i] * d[1] + ra->m[2][i] * d[2];
+        for (int j = 0; j < 3; j++)
+            p->rb.m[i][j] = ra->m[0][i] * rb->m[0][j] + ra->m[1][i] * rb->m[1][j] + ra->m[2][i] * rb->m[2][j];
+    }
+}
+
+/* The pair of shapes A (rotation ra, centre at the origin) and B (rb, centre at d), in A's frame;
+ * dim is theirs (an argument: a kernel's constant). */
+CARLO_HD void shape_pair_make(int dim, const shape_def *A, const shape_rot *ra, const shape_def *B,
+                              const shape_rot *rb, const double d[3], shape_pair *p)
+{
+    p->A = A;
+    p->B = B;
+    p->dim = dim;
+    p->tol = SHAPE_MPR_TOL * (A->R + B->R);
+    shape_pair_frame(dim, ra, rb, d, p);
+}
+
+/* The support point of the Minkowski difference B - A along n (A's frame). */
 CARLO_HD void shape_pair_support(const shape_pair *p, const double n[3], double out[3])
 {
     double sb[3], sa[3], m[3] = {-n[0], -n[1], -n[2]};
-    shape_support(p->B, p->rb, n, sb);
-    shape_support(p->A, p->ra, m, sa);
+    shape_support_dim(p->dim, p->B, &p->rb, n, sb);
+    shape_support_body(p->A, m, sa);
     out[0] = p->d[0] + (sb[0] - sa[0]);
     out[1] = p->d[1] + (sb[1] - sa[1]);
     out[2] = p->d[2] + (sb[2] - sa[2]);
@@ -271,156 +353,227 @@ CARLO_HD void shape_pair_support(const shape_pair *p, const double n[3], double 
 
 /* ---------- XenoCollide ---------- */
 
-/* 2D: does the origin lie inside B - A? v0 = d, a point inside B - A (each shape contains its
+/* XenoCollide as a computation that stops at each support point it needs: shape_mpr_start
+ * sets up the pair, then each shape_mpr_step takes the support point of B - A along m->n and
+ * either decides (1 overlap, 0 none) or asks for the next one (-1, m->n set). shape_mpr_run
+ * drives it to the end; the GPU's team kernel interleaves several pairs on its lanes, a lane
+ * starting its next pair as soon as one ends, so that the support evaluations of all of them
+ * run side by side. The arithmetic is the same either way.
+ *
+ * 2D: does the origin lie inside B - A? v0 = d, a point inside B - A (each shape contains its
  * centre). A ray from v0 through the origin is bracketed by a portal v1 v2 of support points
  * (phase 1), which is refined towards the boundary until the origin is found on the inner side
- * of the portal (overlap) or outside a support line (no overlap). */
-CARLO_HD int shape_mpr_2d(const shape_pair *p, double tol)
+ * of the portal (overlap) or outside a support line (no overlap).
+ * 3D: the same with a triangular portal v1 v2 v3 (Snethen's phases 1 and 2). */
+enum { SHAPE_MPR_V1 = 0, SHAPE_MPR_V2 = 1, SHAPE_MPR_PORTAL = 2, SHAPE_MPR_REFINE = 3 };
+
+typedef struct shape_mpr {
+    double v1[3], v2[3], v3[3];
+    double n[3];  /* the direction of the support point asked for */
+    double side;  /* 2D, phase 1: the side of the ray v0 -> origin that v1 lies on */
+    int stage;    /* SHAPE_MPR_*: what the support point along n is for */
+    int it;       /* support points taken */
+} shape_mpr;
+
+/* 2D, phase 1: the direction of v2, across the ray from v1 (-1), or 1 when the origin lies on
+ * the segment v0 v1. */
+CARLO_HD int shape_mpr2_portal(const shape_pair *p, shape_mpr *m)
 {
-    double v0[3], v1[3], v2[3], v3[3], n[3], a[3], b[3];
-    shape_copy(v0, p->d);
-    if (v0[0] == 0.0 && v0[1] == 0.0)
-        return 1;
-    const double o[3] = {-v0[0], -v0[1], 0.0};
-    shape_pair_support(p, o, v1);
-    if (shape_dot(v1, o) <= 0.0)
-        return 0;
-    int it = 1;
-    for (;;) { /* phase 1: v2 on the other side of the ray v0 -> origin than v1 */
-        shape_sub(v1, v0, a);
-        const double side = a[0] * o[1] - a[1] * o[0]; /* cross(a, o) */
-        if (side == 0.0)
-            return 1; /* the origin lies on the segment v0 v1, inside B - A */
-        n[0] = side > 0.0 ? -a[1] : a[1];
-        n[1] = side > 0.0 ? a[0] : -a[0];
-        n[2] = 0.0;
-        shape_pair_support(p, n, v2);
-        if (++it > SHAPE_MPR_MAX)
-            return 1;
-        if (shape_dot(v2, n) <= 0.0)
+    const double o[3] = {-p->d[0], -p->d[1], 0.0};
+    double a[3];
+    shape_sub(m->v1, p->d, a);
+    const double side = a[0] * o[1] - a[1] * o[0]; /* cross(a, o) */
+    if (side == 0.0)
+        return 1; /* the origin lies on the segment v0 v1, inside B - A */
+    m->n[0] = side > 0.0 ? -a[1] : a[1];
+    m->n[1] = side > 0.0 ? a[0] : -a[0];
+    m->n[2] = 0.0;
+    m->side = side;
+    return -1;
+}
+
+/* 2D, phase 2: the portal's normal away from v0 (-1), or 1 when the origin is inside it. */
+CARLO_HD int shape_mpr2_refine(const shape_pair *p, shape_mpr *m)
+{
+    double e[3], a[3];
+    shape_sub(m->v2, m->v1, e);
+    shape_sub(m->v1, p->d, a);
+    m->n[0] = e[1];
+    m->n[1] = -e[0];
+    m->n[2] = 0.0;
+    if (shape_dot(m->n, a) < 0.0) {
+        m->n[0] = -m->n[0];
+        m->n[1] = -m->n[1];
+    }
+    return shape_dot(m->n, m->v1) > 0.0 ? 1 : -1;
+}
+
+CARLO_HD int shape_mpr2_step(const shape_pair *p, shape_mpr *m, const double s[3], double tol)
+{
+    const double *v0 = p->d;
+    double t[3];
+    m->it++;
+    if (m->stage == SHAPE_MPR_V1) {
+        if (shape_dot(s, m->n) <= 0.0)
             return 0;
-        shape_sub(v2, v0, b);
-        const double beyond = (o[0] * b[1] - o[1] * b[0]) * side; /* cross(o, b), oriented */
+        shape_copy(m->v1, s);
+        m->stage = SHAPE_MPR_PORTAL;
+        return shape_mpr2_portal(p, m);
+    }
+    if (m->it > SHAPE_MPR_MAX)
+        return 1;
+    if (shape_dot(s, m->n) <= 0.0)
+        return 0;
+    if (m->stage == SHAPE_MPR_PORTAL) { /* s: v2, on the other side of the ray than v1? */
+        const double o[3] = {-v0[0], -v0[1], 0.0};
+        shape_sub(s, v0, t);
+        const double beyond = (o[0] * t[1] - o[1] * t[0]) * m->side; /* cross(o, b), oriented */
         if (beyond == 0.0)
             return 1; /* on the segment v0 v2 */
-        if (beyond > 0.0)
-            break;
-        shape_copy(v1, v2);
-    }
-    for (;;) { /* phase 2 */
-        double e[3], t[3];
-        shape_sub(v2, v1, e);
-        shape_sub(v1, v0, a);
-        n[0] = e[1];
-        n[1] = -e[0];
-        n[2] = 0.0;
-        if (shape_dot(n, a) < 0.0) {
-            n[0] = -n[0];
-            n[1] = -n[1];
+        if (beyond > 0.0) {
+            shape_copy(m->v2, s);
+            m->stage = SHAPE_MPR_REFINE;
+            return shape_mpr2_refine(p, m);
         }
-        /* n: the portal's normal, away from v0 */
-        if (shape_dot(n, v1) > 0.0)
-            return 1;
-        shape_pair_support(p, n, v3);
-        if (++it > SHAPE_MPR_MAX)
-            return 1;
-        if (shape_dot(v3, n) <= 0.0)
+        shape_copy(m->v1, s);
+        return shape_mpr2_portal(p, m);
+    }
+    shape_sub(s, m->v1, t); /* phase 2: s is v3 */
+    if (shape_dot(t, m->n) <= tol * sqrt(shape_dot(m->n, m->n)))
+        return 0;
+    /* keep the half of the portal the ray passes through */
+    const double o[3] = {-v0[0], -v0[1], 0.0};
+    double a[3];
+    shape_sub(m->v1, v0, a);
+    shape_sub(s, v0, t);
+    const double so = t[0] * o[1] - t[1] * o[0], s1 = t[0] * a[1] - t[1] * a[0];
+    if ((so > 0.0) == (s1 > 0.0))
+        shape_copy(m->v2, s);
+    else
+        shape_copy(m->v1, s);
+    return shape_mpr2_refine(p, m);
+}
+
+/* 3D, phase 2: the portal's normal, away from v0 (-1), or 1 when the origin is inside it. */
+CARLO_HD int shape_mpr3_refine(shape_mpr *m)
+{
+    double a[3], b[3];
+    shape_sub(m->v2, m->v1, a);
+    shape_sub(m->v3, m->v1, b);
+    shape_cross(a, b, m->n);
+    return shape_dot(m->n, m->v1) >= 0.0 ? 1 : -1;
+}
+
+CARLO_HD int shape_mpr3_step(const shape_pair *p, shape_mpr *m, const double s[3], double tol)
+{
+    const double *v0 = p->d;
+    double a[3], b[3], t[3];
+    m->it++;
+    switch (m->stage) {
+    case SHAPE_MPR_V1:
+        if (shape_dot(s, m->n) <= 0.0)
             return 0;
-        shape_sub(v3, v1, t);
-        if (shape_dot(t, n) <= tol * sqrt(shape_dot(n, n)))
+        shape_copy(m->v1, s);
+        shape_cross(m->v1, v0, m->n);
+        if (shape_dot(m->n, m->n) == 0.0)
+            return 1; /* v1 on the line through v0 and the origin, beyond it */
+        m->stage = SHAPE_MPR_V2;
+        return -1;
+    case SHAPE_MPR_V2:
+        if (shape_dot(s, m->n) <= 0.0)
             return 0;
-        /* keep the half of the portal the ray passes through */
-        shape_sub(v3, v0, t);
-        const double so = t[0] * o[1] - t[1] * o[0], s1 = t[0] * a[1] - t[1] * a[0];
-        if ((so > 0.0) == (s1 > 0.0))
-            shape_copy(v2, v3);
-        else
-            shape_copy(v1, v3);
+        shape_copy(m->v2, s);
+        shape_sub(m->v1, v0, a);
+        shape_sub(m->v2, v0, b);
+        shape_cross(a, b, m->n);
+        if (shape_dot(m->n, v0) > 0.0) { /* n towards the origin: det(v1 - v0, v2 - v0, o) >= 0 */
+            shape_copy(t, m->v1);
+            shape_copy(m->v1, m->v2);
+            shape_copy(m->v2, t);
+            m->n[0] = -m->n[0];
+            m->n[1] = -m->n[1];
+            m->n[2] = -m->n[2];
+        }
+        m->stage = SHAPE_MPR_PORTAL;
+        return -1;
+    case SHAPE_MPR_PORTAL: /* phase 1: a portal v1 v2 v3 whose cone from v0 holds the origin */
+        if (m->it > SHAPE_MPR_MAX)
+            return 1;
+        if (shape_dot(s, m->n) <= 0.0)
+            return 0;
+        shape_copy(m->v3, s);
+        shape_cross(m->v1, m->v3, t);
+        if (shape_dot(t, v0) < 0.0) { /* the origin outside the face v0 v3 v1 */
+            shape_copy(m->v2, m->v3);
+            shape_sub(m->v1, v0, a);
+            shape_sub(m->v3, v0, b);
+            shape_cross(a, b, m->n);
+            return -1;
+        }
+        shape_cross(m->v3, m->v2, t);
+        if (shape_dot(t, v0) < 0.0) { /* outside the face v0 v2 v3 */
+            shape_copy(m->v1, m->v3);
+            shape_sub(m->v3, v0, a);
+            shape_sub(m->v2, v0, b);
+            shape_cross(a, b, m->n);
+            return -1;
+        }
+        m->stage = SHAPE_MPR_REFINE;
+        return shape_mpr3_refine(m);
+    default: /* phase 2: s is v4 */
+        if (m->it > SHAPE_MPR_MAX)
+            return 1;
+        if (shape_dot(s, m->n) <= 0.0)
+            return 0;
+        shape_sub(s, m->v3, t);
+        if (shape_dot(t, m->n) <= tol * sqrt(shape_dot(m->n, m->n)))
+            return 0;
+        shape_cross(s, v0, t);
+        if (shape_dot(m->v1, t) > 0.0) {
+            if (shape_dot(m->v2, t) > 0.0)
+                shape_copy(m->v1, s);
+            else
+                shape_copy(m->v3, s);
+        } else {
+            if (shape_dot(m->v3, t) > 0.0)
+                shape_copy(m->v2, s);
+            else
+                shape_copy(m->v1, s);
+        }
+        return shape_mpr3_refine(m);
     }
 }
 
-/* 3D: the same with a triangular portal (Snethen's phases 1 and 2). */
-CARLO_HD int shape_mpr_3d(const shape_pair *p, double tol)
+/* The first support direction, -v0 (-1), or 1 when the centres coincide. */
+CARLO_HD int shape_mpr_start(const shape_pair *p, shape_mpr *m)
 {
-    double v0[3], v1[3], v2[3], v3[3], v4[3], n[3], a[3], b[3], t[3];
-    shape_copy(v0, p->d);
-    if (v0[0] == 0.0 && v0[1] == 0.0 && v0[2] == 0.0)
+    const double *v0 = p->d;
+    if (v0[0] == 0.0 && v0[1] == 0.0 && (p->dim == 2 || v0[2] == 0.0))
         return 1;
-    n[0] = -v0[0];
-    n[1] = -v0[1];
-    n[2] = -v0[2];
-    shape_pair_support(p, n, v1);
-    if (shape_dot(v1, n) <= 0.0)
-        return 0;
-    shape_cross(v1, v0, n);
-    if (shape_dot(n, n) == 0.0)
-        return 1; /* v1 on the line through v0 and the origin, beyond it */
-    shape_pair_support(p, n, v2);
-    if (shape_dot(v2, n) <= 0.0)
-        return 0;
-    shape_sub(v1, v0, a);
-    shape_sub(v2, v0, b);
-    shape_cross(a, b, n);
-    if (shape_dot(n, v0) > 0.0) { /* n towards the origin: det(v1 - v0, v2 - v0, o) >= 0 */
-        shape_copy(t, v1);
-        shape_copy(v1, v2);
-        shape_copy(v2, t);
-        n[0] = -n[0];
-        n[1] = -n[1];
-        n[2] = -n[2];
+    m->n[0] = -v0[0];
+    m->n[1] = -v0[1];
+    m->n[2] = p->dim == 2 ? 0.0 : -v0[2];
+    m->side = 0.0;
+    m->stage = SHAPE_MPR_V1;
+    m->it = 0;
+    return -1;
+}
+
+CARLO_HD int shape_mpr_step(const shape_pair *p, shape_mpr *m, const double s[3])
+{
+    return p->dim == 2 ? shape_mpr2_step(p, m, s, p->tol) : shape_mpr3_step(p, m, s, p->tol);
+}
+
+CARLO_HD int shape_mpr_run(const shape_pair *p)
+{
+    shape_mpr m = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, 0.0, 0, 0};
+    int r = shape_mpr_start(p, &m);
+    while (r < 0) {
+        double s[3];
+        shape_pair_support(p, m.n, s);
+        r = shape_mpr_step(p, &m, s);
     }
-    int it = 2;
-    for (;;) { /* phase 1: a portal v1 v2 v3 whose cone from v0 holds the origin */
-        shape_pair_support(p, n, v3);
-        if (++it > SHAPE_MPR_MAX)
-            return 1;
-        if (shape_dot(v3, n) <= 0.0)
-            return 0;
-        shape_cross(v1, v3, t);
-        if (shape_dot(t, v0) < 0.0) { /* the origin outside the face v0 v3 v1 */
-            shape_copy(v2, v3);
-            shape_sub(v1, v0, a);
-            shape_sub(v3, v0, b);
-            shape_cross(a, b, n);
-            continue;
-        }
-        shape_cross(v3, v2, t);
-        if (shape_dot(t, v0) < 0.0) { /* outside the face v0 v2 v3 */
-            shape_copy(v1, v3);
-            shape_sub(v3, v0, a);
-            shape_sub(v2, v0, b);
-            shape_cross(a, b, n);
-            continue;
-        }
-        break;
-    }
-    for (;;) { /* phase 2 */
-        shape_sub(v2, v1, a);
-        shape_sub(v3, v1, b);
-        shape_cross(a, b, n); /* the portal's normal, away from v0 */
-        if (shape_dot(n, v1) >= 0.0)
-            return 1;
-        shape_pair_support(p, n, v4);
-        if (++it > SHAPE_MPR_MAX)
-            return 1;
-        if (shape_dot(v4, n) <= 0.0)
-            return 0;
-        shape_sub(v4, v3, t);
-        if (shape_dot(t, n) <= tol * sqrt(shape_dot(n, n)))
-            return 0;
-        shape_cross(v4, v0, t);
-        if (shape_dot(v1, t) > 0.0) {
-            if (shape_dot(v2, t) > 0.0)
-                shape_copy(v1, v4);
-            else
-                shape_copy(v3, v4);
-        } else {
-            if (shape_dot(v3, t) > 0.0)
-                shape_copy(v2, v4);
-            else
-                shape_copy(v1, v4);
-        }
-    }
+    return r;
 }
 
 /* Do shape A (centre at the origin, rotation ra) and shape B (centre at d, rotation rb)
@@ -438,18 +591,20 @@ CARLO_HD int shape_overlap_bounds(const shape_def *A, const shape_def *B, const 
     return -1;
 }
 
-/* XenoCollide alone, for a pair shape_overlap_bounds left undecided. */
+/* XenoCollide alone, for a pair shape_overlap_bounds left undecided; _dim with the dimension
+ * as an argument (a kernel's constant), shape_overlap_xeno with the shapes'. */
+CARLO_HD int shape_overlap_xeno_dim(int dim, const shape_def *A, const shape_rot *ra, const shape_def *B,
+                                    const shape_rot *rb, const double d[3])
+{
+    shape_pair p;
+    shape_pair_make(dim, A, ra, B, rb, d, &p);
+    return shape_mpr_run(&p);
+}
+
 CARLO_HD int shape_overlap_xeno(const shape_def *A, const shape_rot *ra, const shape_def *B,
                                 const shape_rot *rb, const double d[3])
 {
-    const double Rs = A->R + B->R;
-    shape_pair p;
-    p.A = A;
-    p.B = B;
-    p.ra = ra;
-    p.rb = rb;
-    shape_copy(p.d, d);
-    return A->dim == 2 ? shape_mpr_2d(&p, SHAPE_MPR_TOL * Rs) : shape_mpr_3d(&p, SHAPE_MPR_TOL * Rs);
+    return shape_overlap_xeno_dim(A->dim, A, ra, B, rb, d);
 }
 
 CARLO_HD int shape_overlap(const shape_def *A, const shape_rot *ra, const shape_def *B,

@@ -385,6 +385,7 @@ shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
     sd.R = geo[4];
     sd.r_in = geo[5];
     memcpy(sd.v, v, sizeof sd.v);
+    shape_find_pairs(&sd);
     shape_params p;
     memset(&p, 0, sizeof p);
     p.shape = &sd;

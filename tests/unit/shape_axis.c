@@ -2,7 +2,7 @@
  * at d, both rotated as the kernels rotate them (shape_rot_of); the pair is apart along d when
  * G = |d|^2 - h_A(d) - h_B(-d) > 0 (h the support functions, here by brute force over the
  * rotated vertices in long double, or the ellipsoid's closed form). XenoCollide's first support
- * evaluation is this test (shape_mpr_2d, shape_mpr_3d), so any pair apart along the centre line
+ * evaluation is this test (shape_mpr_step), so any pair apart along the centre line
  * by more than a rounding margin must be called apart: by shape_overlap_xeno alone and by
  * shape_overlap. Pairs are placed at centre-line gaps of +-1e-3 .. +-1e-11 of R_A + R_B (above
  * and below the margin, 1e-12 of R_A + R_B) along random directions under random orientations,

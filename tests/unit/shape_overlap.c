@@ -802,10 +802,47 @@ static void check_prefilters(void)
     CHECK("unit/shape/prefilters", wrong == 0, "%d wrong answers", wrong);
 }
 
+/* The support function of a centrally symmetric shape searches its pairs (shape_find_pairs):
+ * every pair found where the shape has one, none where it has not, and for random directions
+ * (and the axes, where vertices tie) a vertex of the shape whose dot product is exactly the
+ * largest of all of its vertices'. */
+static void check_pairs(void)
+{
+    for (int i = 0; i < ncase; i++) {
+        const tcase *t = &cases[i];
+        if (t->s.kind != SHAPE_POLY)
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "unit/shape/pairs_%s", t->name);
+        shape_def s = t->s;
+        s.sweep = 0; /* the vertex search alone */
+        const int want = t->symmetric ? s.nv / 2 : 0;
+        int bad = 0;
+        for (int k = 0; k < 20000 && s.nsym == want; k++) {
+            double n[3] = {0, 0, 0}, out[3];
+            if (k < 6)
+                n[k % s.dim] = k < 3 ? 1 : -1;
+            else
+                random_unit(s.dim, n);
+            shape_support_body(&s, n, out);
+            double best = -INFINITY;
+            int is_vertex = 0;
+            for (int v = 0; v < s.nv; v++) {
+                best = fmax(best, dot(s.v[v], n));
+                is_vertex |= s.v[v][0] == out[0] && s.v[v][1] == out[1] && s.v[v][2] == out[2];
+            }
+            bad += !is_vertex || dot(out, n) != best;
+        }
+        CHECK(name, s.nsym == want && bad == 0, "%d pairs (want %d), %d wrong support points of 20000", s.nsym,
+              want, bad);
+    }
+}
+
 int main(void)
 {
     build_cases();
     check_geometry();
+    check_pairs();
     for (int i = 0; i < ncase; i++)
         check_touching(&cases[i]);
     for (int i = 0; i < ncase; i++)
