@@ -168,7 +168,7 @@ template <int DIM, int CAP>
 int launch_team(shape_system *s, gpu_impl *g, int set, int64_t t0, int64_t t1, uint64_t step, int team)
 {
     const int lcap = team_list(s);
-    const size_t smem = (size_t)SHAPE_TEAMS * SHAPE_ENTRY_BYTES * (size_t)lcap;
+    const size_t smem = SHAPE_TEAM_SMEM(lcap);
     const unsigned blocks = (unsigned)((t1 - t0 + SHAPE_TEAMS - 1) / SHAPE_TEAMS);
     auto k = team == 2   ? shape_team_kernel<DIM, 2, CAP ? 16 : 1>
              : team == 4 ? shape_team_kernel<DIM, 4, CAP ? 8 : 1>

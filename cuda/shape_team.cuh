@@ -20,11 +20,14 @@ __device__ __forceinline__ void shape_warp_add(unsigned long long *to, unsigned 
 }
 
 /* Teams per block of shape_team_kernel (blocks of SHAPE_TEAMS T threads), and the most entries of a
- * team's list: 32 bytes an entry, SHAPE_TEAMS lists within the 48 KiB a block has without
- * opting in. */
+ * team's list: 32 bytes an entry, SHAPE_TEAMS lists and their rotations (SHAPE_TEAM_SMEM) within
+ * the 48 KiB a block has without opting in. */
 #define SHAPE_TEAMS 16
 #define SHAPE_ENTRY_BYTES 32
-#define SHAPE_LIST_MAX 96
+#define SHAPE_LIST_MAX 92
+/* The shared memory of a block of shape_team_kernel: the teams' lists of lcap entries, then
+ * each team's trial rotation, 9 doubles (used in 3D). */
+#define SHAPE_TEAM_SMEM(lcap) ((size_t)SHAPE_TEAMS * ((size_t)SHAPE_ENTRY_BYTES * (size_t)(lcap) + 9 * sizeof(double)))
 
 /* A team of T lanes (2, 4 or 8, within one warp) per active cell, the active cells of the set
  * numbered as carlo_cell_active numbers them. The team's list in shared memory (lcap entries)
@@ -34,24 +37,31 @@ __device__ __forceinline__ void shape_warp_add(unsigned long long *to, unsigned 
  * position in this cell's frame (p + s, as shape_overlaps_around forms it) and its
  * orientation (2D: the sine and cosine of shape_rot_of, 3D: the words). Lane l draws moves
  * l, l + T, ... ahead (shape_move_draw); every lane of the team builds the move's trial
- * position and rotation. Then each move tests the list in two rounds: the bounds of every
- * entry (shape_overlap_bounds, entries spread over the lanes), whose undecided pairs are dealt
- * out to the lanes in turn for XenoCollide (shape_overlap_xeno). Votes end a round as soon as
- * a lane of the team finds an overlap. An overlap is an overlap whichever lane finds it, and
- * every pair is tested with the one-thread code's arithmetic on the same numbers, so the
- * decisions, and the chain, are those of shape_cell_update. A team whose list would overflow
- * hands its cell to overflow_kernel, which runs shape_cell_update on it (out of this kernel,
- * whose registers it would otherwise raise by a sixth). MINB blocks of a multiprocessor bound
- * the registers (32 / T: at most 128 a thread, sixteen warps, where 3D needs about 156 and
- * spills some; 1: no bound). 2D, bounded always, spills about 100 bytes a thread.
+ * position and rotation (3D: kept in shared memory, trot, out of the registers). Then each move
+ * tests the list in two rounds: the bounds of every entry (shape_overlap_bounds, entries spread
+ * over the lanes), whose undecided pairs are dealt out to the lanes for XenoCollide. There each
+ * lane takes its pairs in turn and runs them one support point at a time (shape_mpr_start,
+ * shape_mpr_step): every pass makes one support evaluation on every lane with a pair under way,
+ * a lane that has decided a pair starting its next one, so that the lanes stay busy however
+ * unequal the pairs' lengths (waiting for the longest pair of a round instead left a quarter of
+ * the lanes working, and ran the dodecahedra at half the speed). Votes after every pass end the
+ * round as soon as a lane of the team finds an overlap. An overlap is an overlap whichever lane
+ * finds it, and every pair is tested with the one-thread code's arithmetic on the same numbers,
+ * so the decisions, and the chain, are those of shape_cell_update. A team whose list would
+ * overflow hands its cell to overflow_kernel, which runs shape_cell_update on it (out of this
+ * kernel, whose registers it would otherwise raise). MINB blocks of a multiprocessor bound the
+ * registers (32 / T: at most 128 a thread, sixteen warps; 1: no bound); both fit 128 without
+ * spilling (CUDA 13, sm_90), so "capped" (3D) changes nothing there.
  *
- * The teams of a warp are independent: every shuffle, vote and warp barrier from the list on
- * names the team's lanes only (team_bits), so that each team runs its own moves and rounds,
- * for as long as they last, and a team without a cell (past the set's end, empty, or handed
- * over) skips them. Every lane of a team reaches every one of them in the same order: the
- * conditions that steer the team's loops (live, hit, the round bounds) are the same on all of
- * its lanes, and every vote is taken unconditionally, before it is combined with hit. Only the
- * final sums (shape_warp_add) are warp-wide, after a barrier that every lane reaches. */
+ * The teams of a warp run in step: move s of every team at once, and each round of a move for as
+ * long as the longest of the warp's teams needs (votes over the whole warp steer the rounds),
+ * a team whose round is over, or that has no cell (past the set's end, empty, or handed over),
+ * taking part with its lanes idle. So the lanes of all teams meet at the same instructions,
+ * XenoCollide above all, where teams that each ran on their own would leave the warp to one
+ * team at a time (measured: 7.8 of 32 lanes active on average). Each team's decisions read
+ * only its own lanes' votes (team_bits), so the chain does not depend on its neighbours in the
+ * warp. Every lane reaches every shuffle, vote and barrier in the same order: the loops' bounds
+ * are the same on all lanes of the warp. */
 template <int DIM, int T, int MINB>
 __global__ void __launch_bounds__(SHAPE_TEAMS *T, MINB)
     shape_team_kernel(const __grid_constant__ shape_def sh, carlo_cell_grid g, float *pos, uint32_t *aux,
@@ -72,6 +82,9 @@ __global__ void __launch_bounds__(SHAPE_TEAMS *T, MINB)
     float *lp = reinterpret_cast<float *>(base + (DIM == 2 ? 2 * sizeof(double) * (size_t)lcap : 0));
     uint32_t *lw = reinterpret_cast<uint32_t *>(lp + DIM * lcap);
     int *cand = reinterpret_cast<int *>(lw + NW * lcap);
+    /* 3D: the move's trial rotation, kept here rather than in registers through XenoCollide */
+    shape_rot *trot = reinterpret_cast<shape_rot *>(reinterpret_cast<char *>(team_smem) +
+                                                    (size_t)SHAPE_TEAMS * (size_t)lcap * SHAPE_ENTRY_BYTES) + team;
 
     const int64_t t = t0 + (int64_t)blockIdx.x * SHAPE_TEAMS + team; /* active cells [t0, t1) of the set */
     int n = 0, xyz[3] = {0, 0, 0};
@@ -129,9 +142,9 @@ __global__ void __launch_bounds__(SHAPE_TEAMS *T, MINB)
             }
         }
     }
-    unsigned long long cnt[4] = {0, 0, 0, 0};
-    if (n > 0) { /* the team's cell: n, total and so this branch the same on all of its lanes */
-        /* its own particles: entries 0 .. n - 1 (p + 0, as the one-thread kernel) */
+    unsigned cnt[4] = {0u, 0u, 0u, 0u}; /* this lane's cell's moves: at most mv.moves each */
+    const bool live = n > 0; /* the same on all of a team's lanes (n, total) */
+    if (live) /* the team's own particles: entries 0 .. n - 1 (p + 0, as the one-thread kernel) */
         for (int e = tl; e < n; e += T) {
             for (int a = 0; a < DIM; a++)
                 lp[a * lcap + e] = pos[carlo_cell_slot(&g, c, e, a)] + 0.0f;
@@ -140,128 +153,155 @@ __global__ void __launch_bounds__(SHAPE_TEAMS *T, MINB)
             if (DIM == 2)
                 shape_sincos_turn(lw[e], &cs[lcap + e], &cs[e]);
         }
-        const int nent = n + total;
-        __syncwarp(team_bits);
-        bool moved = false;
-        shape_draw mine = {0, 0, {0.0f, 0.0f, 0.0f}, 0u};
-        for (int s = 0; s < mv.moves; s++) {
-            if (s % T == 0 && s + tl < mv.moves)
-                mine = shape_move_draw(DIM, n, &mv, seed, step, (uint32_t)c, s + tl);
-            const int src = lead + s % T;
-            const int ir = __shfl_sync(team_bits, mine.i | mine.rotation << 16, src);
-            float u[3];
-            for (int a = 0; a < 3; a++)
-                u[a] = __shfl_sync(team_bits, mine.u[a], src);
-            const uint32_t turn = DIM == 2 ? __shfl_sync(team_bits, mine.turn, src) : 0u;
-            const int i = ir & 0xffff, rotation = ir >> 16;
-            float tp[3] = {0.0f, 0.0f, 0.0f};
-            uint32_t o[4] = {0u, 0u, 0u, 0u};
+    const int nent = live ? n + total : 0;
+    const int nd = live ? n : 1; /* a team without a cell draws for one particle, and drops it */
+    __syncwarp();
+    /* The moves, in step on the whole warp: move s of every team at once, and each round as long
+     * as the longest of the warp's teams needs it, a team that is done (or has no cell) taking
+     * part with its lanes idle. The lanes of the teams then meet at the same instructions, the
+     * XenoCollide calls above all, instead of each team running on its own. */
+    bool moved = false;
+    shape_draw mine = {0, 0, {0.0f, 0.0f, 0.0f}, 0u};
+    for (int s = 0; s < mv.moves; s++) {
+        if (s % T == 0 && s + tl < mv.moves)
+            mine = shape_move_draw(DIM, nd, &mv, seed, step, (uint32_t)c, s + tl);
+        const int src = lead + s % T;
+        const int ir = __shfl_sync(SHAPE_FULL_WARP, mine.i | mine.rotation << 16, src);
+        float u[3];
+        for (int a = 0; a < 3; a++)
+            u[a] = __shfl_sync(SHAPE_FULL_WARP, mine.u[a], src);
+        const uint32_t turn = DIM == 2 ? __shfl_sync(SHAPE_FULL_WARP, mine.turn, src) : 0u;
+        const int i = ir & 0xffff, rotation = ir >> 16;
+        float tp[3] = {0.0f, 0.0f, 0.0f};
+        uint32_t o[4] = {0u, 0u, 0u, 0u};
+        bool hit = !live;
+        if (live) {
             for (int a = 0; a < DIM; a++)
                 tp[a] = lp[a * lcap + i];
             for (int k = 0; k < NW; k++)
                 o[k] = lw[k * lcap + i];
-            bool hit = false;
-            if (rotation) {
-                if (DIM == 2) {
-                    o[0] += turn;
-                } else {
-                    const uint32_t q[4] = {o[0], o[1], o[2], o[3]};
-                    shape_quat_turn(q, mv.rotate, u, o);
-                }
-            } else {
-                for (int a = 0; a < DIM; a++) {
-                    tp[a] = tp[a] + carlo_cell_quantize(&g, mv.delta * u[a]);
-                    hit |= !(tp[a] >= 0.0f && tp[a] < g.w[a]); /* a move that leaves: rejected */
-                }
-            }
-            double rs = 0.0, rc = 0.0; /* 2D: the trial's sine and cosine */
-            shape_rot rt;
-            if (DIM == 2) {
-                if (rotation) {
-                    shape_sincos_turn(o[0], &rs, &rc);
-                } else {
-                    rs = cs[lcap + i];
-                    rc = cs[i];
-                }
-                shape_rot_2d(rs, rc, &rt);
-            } else {
-                shape_rot_of(3, o, &rt);
-            }
-            /* round 1: the bounds of every entry; undecided pairs into cand */
-            int ncand = 0;
-            for (int b0 = 0; !hit && b0 < nent; b0 += T) {
-                const int e = b0 + tl;
-                int pre = 0;
-                if (e < nent && e != i) {
-                    double d[3] = {0.0, 0.0, 0.0};
-                    for (int a = 0; a < DIM; a++)
-                        d[a] = (double)(lp[a * lcap + e] - tp[a]);
-                    if (mv.skew)
-                        shape_skew_vector(mv.tilt, d);
-                    pre = shape_overlap_bounds(&sh, &sh, d);
-                }
-                const unsigned over = __ballot_sync(team_bits, pre == 1);
-                const unsigned und = __ballot_sync(team_bits, pre < 0);
-                if (pre < 0)
-                    cand[ncand + __popc(und & below)] = e;
-                ncand += __popc(und);
-                hit = over != 0;
-            }
-            __syncwarp(team_bits);
-            /* round 2: XenoCollide on the undecided pairs, dealt out in turn */
-            for (int b0 = 0; !hit && b0 < ncand; b0 += T) {
-                const int k = b0 + tl;
-                bool h = false;
-                if (k < ncand) {
-                    const int e = cand[k];
-                    double d[3] = {0.0, 0.0, 0.0};
-                    for (int a = 0; a < DIM; a++)
-                        d[a] = (double)(lp[a * lcap + e] - tp[a]);
-                    if (mv.skew)
-                        shape_skew_vector(mv.tilt, d);
-                    shape_rot rj;
-                    if (DIM == 2) {
-                        shape_rot_2d(cs[lcap + e], cs[e], &rj);
-                    } else {
-                        const uint32_t w[4] = {lw[e], lw[lcap + e], lw[2 * lcap + e], lw[3 * lcap + e]};
-                        shape_rot_of(3, w, &rj);
-                    }
-                    h = shape_overlap_xeno(&sh, &rt, &sh, &rj, d) != 0;
-                }
-                hit = __ballot_sync(team_bits, h) != 0;
-            }
-            if (tl == 0) { /* tried, accepted: translations, rotations (constant indices: registers) */
-                if (rotation) {
-                    cnt[2]++;
-                    cnt[3] += !hit;
-                } else {
-                    cnt[0]++;
-                    cnt[1] += !hit;
-                }
-            }
-            if (!hit) {
-                moved = true;
-                if (tl == 0) {
-                    for (int a = 0; a < DIM; a++)
-                        lp[a * lcap + i] = tp[a];
-                    for (int k = 0; k < NW; k++)
-                        lw[k * lcap + i] = o[k];
-                    if (DIM == 2) {
-                        cs[i] = rc;
-                        cs[lcap + i] = rs;
-                    }
-                }
-            }
-            __syncwarp(team_bits);
         }
-        if (moved)
-            for (int e = tl; e < n; e += T) {
-                for (int a = 0; a < DIM; a++)
-                    pos[carlo_cell_slot(&g, c, e, a)] = lp[a * lcap + e];
-                for (int k = 0; k < NW; k++)
-                    aux[carlo_cell_slot(&g, c, e, 1 + k)] = lw[k * lcap + e];
+        if (rotation) {
+            if (DIM == 2) {
+                o[0] += turn;
+            } else if (live) {
+                const uint32_t q[4] = {o[0], o[1], o[2], o[3]};
+                shape_quat_turn(q, mv.rotate, u, o);
             }
+        } else {
+            for (int a = 0; a < DIM; a++) {
+                tp[a] = tp[a] + carlo_cell_quantize(&g, mv.delta * u[a]);
+                hit |= !(tp[a] >= 0.0f && tp[a] < g.w[a]); /* a move that leaves: rejected */
+            }
+        }
+        double rs = 0.0, rc = 1.0; /* 2D: the trial's sine and cosine */
+        if (DIM == 2) {
+            if (rotation) {
+                shape_sincos_turn(o[0], &rs, &rc);
+            } else if (live) {
+                rs = cs[lcap + i];
+                rc = cs[i];
+            }
+        } else if (live && tl == 0) {
+            shape_rot rt;
+            shape_rot_of(3, o, &rt);
+            *trot = rt;
+        }
+        /* round 1: the bounds of every entry; undecided pairs into cand */
+        int ncand = 0;
+        for (int b0 = 0; __any_sync(SHAPE_FULL_WARP, !hit && b0 < nent); b0 += T) {
+            const bool go = !hit && b0 < nent;
+            const int e = b0 + tl;
+            int pre = 0;
+            if (go && e < nent && e != i) {
+                double d[3] = {0.0, 0.0, 0.0};
+                for (int a = 0; a < DIM; a++)
+                    d[a] = (double)(lp[a * lcap + e] - tp[a]);
+                if (mv.skew)
+                    shape_skew_vector(mv.tilt, d);
+                pre = shape_overlap_bounds(&sh, &sh, d);
+            }
+            const unsigned over = __ballot_sync(SHAPE_FULL_WARP, pre == 1) & team_bits;
+            const unsigned und = __ballot_sync(SHAPE_FULL_WARP, pre < 0) & team_bits;
+            if (pre < 0)
+                cand[ncand + __popc(und & below)] = e;
+            ncand += __popc(und);
+            hit = hit || over != 0;
+        }
+        __syncwarp();
+        /* round 2: XenoCollide on the undecided pairs, lane l taking pairs l, l + T, ...: one
+         * support point a pass for every lane with a pair under way, a lane that ends one
+         * starting its next in the next pass, until a lane of the team finds an overlap or the
+         * pairs run out (every lane of the warp making the same passes) */
+        int k = tl;
+        bool busy = false, h = false;
+        shape_pair pp;
+        shape_mpr mp;
+        while (__any_sync(SHAPE_FULL_WARP, !hit && (busy || k < ncand))) {
+            if (!hit && !busy && k < ncand) {
+                const int e = cand[k];
+                double d[3] = {0.0, 0.0, 0.0};
+                for (int a = 0; a < DIM; a++)
+                    d[a] = (double)(lp[a * lcap + e] - tp[a]);
+                if (mv.skew)
+                    shape_skew_vector(mv.tilt, d);
+                shape_rot rj;
+                if (DIM == 2) {
+                    shape_rot rt;
+                    shape_rot_2d(rs, rc, &rt);
+                    shape_rot_2d(cs[lcap + e], cs[e], &rj);
+                    shape_pair_make(DIM, &sh, &rt, &sh, &rj, d, &pp);
+                } else {
+                    const uint32_t w[4] = {lw[e], lw[lcap + e], lw[2 * lcap + e], lw[3 * lcap + e]};
+                    shape_rot_of(3, w, &rj);
+                    shape_pair_make(DIM, &sh, trot, &sh, &rj, d, &pp);
+                }
+                k += T;
+                const int r = shape_mpr_start(&pp, &mp);
+                busy = r < 0;
+                h = r > 0;
+            }
+            if (!hit && busy) {
+                double sp[3];
+                shape_pair_support(&pp, mp.n, sp);
+                const int r = shape_mpr_step(&pp, &mp, sp);
+                busy = r < 0;
+                h = r > 0;
+            }
+            const unsigned found = __ballot_sync(SHAPE_FULL_WARP, h) & team_bits; /* every lane votes */
+            hit = hit || found != 0;
+        }
+        if (live && tl == 0) { /* tried, accepted: translations, rotations (constant indices: registers) */
+            if (rotation) {
+                cnt[2]++;
+                cnt[3] += !hit;
+            } else {
+                cnt[0]++;
+                cnt[1] += !hit;
+            }
+        }
+        if (!hit) { /* live */
+            moved = true;
+            if (tl == 0) {
+                for (int a = 0; a < DIM; a++)
+                    lp[a * lcap + i] = tp[a];
+                for (int k = 0; k < NW; k++)
+                    lw[k * lcap + i] = o[k];
+                if (DIM == 2) {
+                    cs[i] = rc;
+                    cs[lcap + i] = rs;
+                }
+            }
+        }
+        __syncwarp();
     }
+    if (moved)
+        for (int e = tl; e < n; e += T) {
+            for (int a = 0; a < DIM; a++)
+                pos[carlo_cell_slot(&g, c, e, a)] = lp[a * lcap + e];
+            for (int k = 0; k < NW; k++)
+                aux[carlo_cell_slot(&g, c, e, 1 + k)] = lw[k * lcap + e];
+        }
     if (n < 0 && tl == 0) /* the list overflowed: the one-thread update, in overflow_kernel */
         ovf[atomicAdd(novf, 1u)] = (uint32_t)t;
     __syncwarp(); /* every lane of the warp, whatever its team did */

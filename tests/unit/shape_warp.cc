@@ -63,7 +63,7 @@ static int team_subsweep(const shape_system *s, carlo_cell_data *d, int set, uin
     void (*body)(void *) = s->dim == 2 ? (T == 2 ? team_body<2, 2> : T == 4 ? team_body<2, 4> : team_body<2, 8>)
                                        : (T == 2 ? team_body<3, 2> : T == 4 ? team_body<3, 4> : team_body<3, 8>);
     const unsigned blocks = (unsigned)((nset + SHAPE_TEAMS - 1) / SHAPE_TEAMS);
-    const int rc = emu_launch(blocks, SHAPE_TEAMS * (unsigned)T, (size_t)SHAPE_TEAMS * SHAPE_ENTRY_BYTES * (size_t)lcap,
+    const int rc = emu_launch(blocks, SHAPE_TEAMS * (unsigned)T, SHAPE_TEAM_SMEM(lcap),
                               body, &a);
     for (unsigned k = 0; rc == 0 && k < novf; k++) {
         int xyz[3];
