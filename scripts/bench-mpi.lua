@@ -17,14 +17,14 @@
 --            4096 (the adaptive step shrinks as the lattice grows: fewer events a site a step)
 --   hard     hard disks at phi = 0.698, 1520 x 1520 R disks on R GPUs (hexagonal rows, 1520 a
 --            row, 1520 R rows along y, the split axis), whole on one GPU, decompose = true over
---            several; 20 sweeps from the lattice, then the timing of 200 sweeps (trial moves per
+--            several; 500 sweeps from the lattice, then the timing of 200 sweeps (trial moves per
 --            second, from the move counters summed over the ranks)
 --   hard_split1  the same 1520 x 1520 split over one rank (its edge layers staged through
 --            the host and sent to itself: the cost of the halo exchange)
 --   hard_npt the hard part in NPT at beta P = 9 (a volume move after each sweep)
 --   shapes   pentagons at phi = 0.676 (HPMC's benchmark state), 2^19 R on R GPUs from a
 --            hexagonal start, whole on one GPU, decompose = true over several (halos staged
---            through the host); 10 sweeps, then the timing of 20 (trial moves per second)
+--            through the host); 500 sweeps, then the timing of 20 (trial moves per second)
 --   shapes_npt  the same in NPT at beta P = 10 (a volume move after each sweep, tried on each
 --            rank's slab while the cut along y stays)
 -- HALO: auto, staged or direct (decompose = true's halo key). Timing: a warm-up, then the
@@ -42,6 +42,13 @@ local device = os.getenv("DEVICE") or "gpu"
 assert(device == "gpu" or (device == "cpu" and (part:find("^kmc") or part:find("^hard") or part:find("^shapes"))),
   "bench-mpi.lua: DEVICE must be gpu, or cpu for the kmc, hard and shapes parts (got " .. device .. ")")
 assert(device == "cpu" or #gpus > 0, "bench-mpi: no GPU")
+
+-- The hard parts' warm-up: long enough for the GPU launch tuner (core/sys.h: 4 candidates, 2
+-- rounds of at least 0.01 s each, the chunks synced while it measures) to have settled on every
+-- rank before the clock starts: at 0.25 ms a sweep (1520^2 disks, or 2^19 pentagons with the
+-- team kernel of 2026-11-27) it needs over 300 sweeps. A shorter warm-up timed candidates
+-- under trial, each rank's on its own.
+local WARM_SWEEPS = 500
 
 local function median(t)
   table.sort(t)
@@ -140,7 +147,7 @@ elseif part == "hard" or part == "hard_split1" or part == "hard_npt" then
   local sys = carlo.hard_disks{ N = nx * ny, box = { nx * a, ny * a * math.sqrt(3) / 2 }, init = "hex",
                                 seed = 1, device = device, decompose = split, quiet = true,
                                 pressure = part == "hard_npt" and 9 or nil }
-  sys:run{ sweeps = 20, quiet = true }
+  sys:run{ sweeps = WARM_SWEEPS, quiet = true }
   local sweeps = 200
   local moves = 0
   local t = timed(function()
@@ -154,7 +161,7 @@ elseif part == "shapes" or part == "shapes_npt" then
   local sys = carlo.hard_polygons{ vertices = carlo.shapes.pentagon.vertices, N = n1 * R, phi = 0.676,
                                    init = "hex", seed = 1, device = device, decompose = R > 1 or nil,
                                    pressure = part == "shapes_npt" and 10 or nil }
-  sys:run{ sweeps = 10, quiet = true }
+  sys:run{ sweeps = WARM_SWEEPS, quiet = true }
   local rate = counted(sys, function() sys:run{ sweeps = 20, quiet = true } end,
     function() return { sys:observe{ pressure = false }.tried } end)
   row(n1 * R, rate, R > 1 and "split" or "whole")
