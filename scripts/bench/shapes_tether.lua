@@ -1,7 +1,7 @@
 -- scripts/bench/shapes_tether.lua — GPU moves per second with one CPU thread's in the same run:
 --   fl:     hard spheres N = 4000 at rho = 1.0409, untethered and along a 12-node Frenkel-Ladd
 --           lambda ladder (Gauss-Legendre in ln(lambda + 1), lambda up to 2e4);
---   shapes: pentagons N = 2^20 at phi = 0.676 and dodecahedra N = 2^19 compressed to phi = 0.5,
+--   shapes: pentagons N = 2^20 at phi = 0.676 and dodecahedra N = 2^20 compressed to phi = 0.5,
 --           with the launch the tuner chose, then under every launch fixed by hand.
 --   fl_ensemble: the 12-node ladder advanced together (carlo.advance) against 12 untethered systems;
 --   npt:    NPT pentagons (N = 2^16 and 2^18 on the GPU, 4096 on one CPU thread), milliseconds a
@@ -108,7 +108,7 @@ if which == "all" or which == "shapes" then
   carlo.threads("auto")
   print(("pentagons 16384, one CPU thread: %.3e moves/s; GPU / CPU %.0f"):format(pcr, pr / pcr))
   -- dodecahedra: 1024 compressed from their bcc crystal at phi = 0.45 to 0.5 on the CPU (timed
-  -- there with one thread), then that configuration repeated 8 x 8 x 8 times: 2^19 at phi = 0.5
+  -- there with one thread), then that configuration repeated 8 x 8 x 16 times: 2^20 at phi = 0.5
   local dod = carlo.shapes.dodecahedron.vertices
   carlo.threads(1)
   local dc = carlo.hard_polyhedra{ vertices = dod, N = 2 * 8 ^ 3, phi = 0.45, init = "bcc", seed = 1, device = "cpu", quiet = true }
@@ -119,21 +119,21 @@ if which == "all" or which == "shapes" then
   local P, O = snap.position:totable(), snap.orientation:totable()
   local L = snap.box
   local pos, ori = {}, {}
-  for a = 0, 7 do for b = 0, 7 do for c = 0, 7 do
+  for a = 0, 7 do for b = 0, 7 do for c = 0, 15 do
     for k = 1, #P do
       local r = P[k]
       local function wrap(x, l) return (x + l / 2) % l - l / 2 end
-      pos[#pos + 1] = { wrap(r[1] + a * L[1], 8 * L[1]), wrap(r[2] + b * L[2], 8 * L[2]), wrap(r[3] + c * L[3], 8 * L[3]) }
+      pos[#pos + 1] = { wrap(r[1] + a * L[1], 8 * L[1]), wrap(r[2] + b * L[2], 8 * L[2]), wrap(r[3] + c * L[3], 16 * L[3]) }
       ori[#ori + 1] = O[k]
     end
   end end end
-  local d = carlo.hard_polyhedra{ vertices = dod, init = { position = pos, orientation = ori, box = { 8 * L[1], 8 * L[2], 8 * L[3] } },
+  local d = carlo.hard_polyhedra{ vertices = dod, init = { position = pos, orientation = ori, box = { 8 * L[1], 8 * L[2], 16 * L[3] } },
                                   delta = dc.delta, rotate = dc.rotate, seed = 1, device = "gpu", quiet = true }
   local dr = rate(d, 10, 5)
   local dl = d:launch()
-  print(("dodecahedra 2^19, phi = %.3f%s: GPU %.3e moves/s (delta %.3g, rotate %.3g; tuned launch: team %d%s)"):format(d.phi,
+  print(("dodecahedra 2^20, phi = %.3f%s: GPU %.3e moves/s (delta %.3g, rotate %.3g; tuned launch: team %d%s)"):format(d.phi,
     ok and "" or " (compress failed: " .. tostring(err) .. ")", dr, d.delta, d.rotate, dl.team, dl.capped and " capped" or ""))
-  print("dodecahedra 2^19 by launch: " .. by_launch(d, 10, { { team = 1 }, { team = 2 }, { team = 4 }, { team = 8 },
+  print("dodecahedra 2^20 by launch: " .. by_launch(d, 10, { { team = 1 }, { team = 2 }, { team = 4 }, { team = 8 },
     { team = 4, capped = true }, { team = 8, capped = true } }))
   d:close()
   print(("dodecahedra 1024, one CPU thread, phi = %.3f: %.3e moves/s; GPU / CPU %.0f"):format(dc.phi, dcr, dr / dcr))
