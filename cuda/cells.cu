@@ -6,6 +6,7 @@
 extern "C" {
 #include "core/cells.h"
 #include "core/error.h"
+#include "mpi/cell_split.h"
 }
 #include "check.h"
 
@@ -162,4 +163,18 @@ int carlo_cells_dev_regrid_range(const carlo_cell_grid *og, const carlo_cell_dat
     regrid_kernel<<<blocks_for(c1 - c0), THREADS, 0, stream>>>(*og, *src, *ng, *dst, l, c0, c1, flag);
     CK(cudaGetLastError());
     return 0;
+}
+
+int carlo_split_dev_regrid(const struct carlo_split *p, const carlo_cell_grid *og,
+                           const carlo_cell_data *src, const carlo_cell_grid *ng,
+                           const carlo_cell_data *dst, const double lam[3], int64_t *c0,
+                           int64_t *c1, unsigned int *flag, cudaStream_t stream)
+{
+    int64_t h[2];
+    carlo_split_cells(p, ng, c0, c1);
+    const int lc = carlo_split_halo_cells(p, ng, h);
+    for (int k = 0; k < 2; k++)
+        if (carlo_cells_dev_regrid_range(og, src, ng, dst, lam, h[k], h[k] + lc, flag, stream))
+            return -1;
+    return carlo_cells_dev_regrid_range(og, src, ng, dst, lam, *c0, *c1, flag, stream);
 }

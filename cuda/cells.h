@@ -86,4 +86,13 @@ int carlo_cells_dev_regrid_range(const carlo_cell_grid *og, const carlo_cell_dat
                                  const double lam[3], int64_t c0, int64_t c1, unsigned int *flag,
                                  cudaStream_t stream);
 
+/* The device side of carlo_split_regrid_host (mpi/cell_split.h): a slab's box-move trial, the
+ * new cells of this rank's own layers and of its two halo ranges scaled and re-cut from src;
+ * *c0, *c1: its own cells [c0, c1) of ng. */
+struct carlo_split;
+int carlo_split_dev_regrid(const struct carlo_split *p, const carlo_cell_grid *og,
+                           const carlo_cell_data *src, const carlo_cell_grid *ng,
+                           const carlo_cell_data *dst, const double lam[3], int64_t *c0,
+                           int64_t *c1, unsigned int *flag, cudaStream_t stream);
+
 #endif

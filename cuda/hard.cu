@@ -636,16 +636,8 @@ int gpu_scale_trial(hard_system *s, const carlo_cell_grid *ng, const double lam[
     reset_scan_kernel<<<1, 1>>>(g->ctr);
     CK(cudaGetLastError());
     int64_t c0 = 0, c1 = ng->ncells;
-    if (slab) {
-        int64_t h[2];
-        hard_split_cells(s, ng, &c0, &c1);
-        const int lc = hard_split_halo_cells(s, ng, h);
-        for (int k = 0; k < 2; k++)
-            if (carlo_cells_dev_regrid_range(&s->grid, &g->cur, ng, &g->spare, lam, h[k], h[k] + lc,
-                                             &g->ctr->rflag, 0))
-                return -1;
-    }
-    if (carlo_cells_dev_regrid_range(&s->grid, &g->cur, ng, &g->spare, lam, c0, c1, &g->ctr->rflag, 0) ||
+    if ((slab ? carlo_split_dev_regrid(p, &s->grid, &g->cur, ng, &g->spare, lam, &c0, &c1, &g->ctr->rflag, 0)
+              : carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0)) ||
         launch_pair_scan(g, ng, &g->spare, s->mv, c0, c1))
         return -1;
     double r2;

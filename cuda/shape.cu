@@ -374,16 +374,9 @@ int gpu_scale_trial(shape_system *s, const carlo_cell_grid *ng, const double lam
         return -1;
     CK(cudaMemset(&g->ctr->rflag, 0, 2 * sizeof(unsigned int)));
     int64_t c0 = 0, c1 = ng->ncells;
-    if (s->split && !s->split->full) {
-        int64_t h[2];
-        carlo_split_cells(s->split, ng, &c0, &c1);
-        const int lc = carlo_split_halo_cells(s->split, ng, h);
-        for (int k = 0; lc && k < 2; k++)
-            if (carlo_cells_dev_regrid_range(&s->grid, &g->cur, ng, &g->spare, lam, h[k], h[k] + lc,
-                                             &g->ctr->rflag, 0))
-                return -1;
-    }
-    if (carlo_cells_dev_regrid_range(&s->grid, &g->cur, ng, &g->spare, lam, c0, c1, &g->ctr->rflag, 0))
+    if (s->split && !s->split->full
+            ? carlo_split_dev_regrid(s->split, &s->grid, &g->cur, ng, &g->spare, lam, &c0, &c1, &g->ctr->rflag, 0)
+            : carlo_cells_dev_regrid(&s->grid, &g->cur, ng, &g->spare, lam, &g->ctr->rflag, 0))
         return -1;
     const unsigned threads = 128, blocks = (unsigned)((c1 - c0 + threads - 1) / threads);
     if (blocks) {
