@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "mpi/mpi.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -268,11 +269,23 @@ static void tune_end(carlo_sys *s, double units, double t0)
         t->done = 1;
         return;
     }
-    t->seconds += carlo_now() - t0;
+    /* A system split over ranks (collective) runs at the pace of its slowest rank: each chunk
+     * counts the longest time of any rank, and a candidate its largest cost, so that every
+     * rank moves on, and chooses, alike (each on its own could keep another launch). */
+    double dt = carlo_now() - t0;
+    if (s->collective && carlo_mpi_max_f64(&dt, 1)) {
+        t->done = 1;
+        return;
+    }
+    t->seconds += dt;
     t->units += units;
     if (t->seconds < CARLO_TUNE_SECONDS)
         return; /* the same candidate again on the next chunk */
     double cost = t->seconds / t->units;
+    if (s->collective && carlo_mpi_max_f64(&cost, 1)) {
+        t->done = 1;
+        return;
+    }
     t->seconds = t->units = 0;
     if (t->k >= 0 && (t->round == 0 || cost < t->cost[t->k]))
         t->cost[t->k] = cost;
@@ -341,6 +354,17 @@ static int frame_due(carlo_sys *s, const carlo_run_opts *o, pending *p)
     return rc;
 }
 
+/* Whether yes holds on every rank of a collective system (a system split over the MPI ranks,
+ * whose chunks must be the same on every rank: the launch tuner reduces over the ranks once a
+ * chunk), or on this process otherwise. */
+static int all_agree(const carlo_sys *s, int yes)
+{
+    if (!s->collective)
+        return yes;
+    double no = yes ? 0 : 1;
+    return carlo_mpi_max_f64(&no, 1) == 0 && no == 0;
+}
+
 /* Units until the next stop: the end, a hook, a frame, or a poll. */
 static uint64_t next_stop(uint64_t step, uint64_t left, uint64_t every)
 {
@@ -358,6 +382,7 @@ static int run_steps(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *re
     const double t0 = carlo_now();
     double per_unit = 0;
     uint64_t chunk = 1, done = 0;
+    int growing = 1; /* chunks double until 0.05 s have passed */
     const uint64_t frames = o->write ? o->every : 0;
     int rc = 0;
     pending pf = {0};
@@ -411,7 +436,8 @@ static int run_steps(carlo_sys *s, const carlo_run_opts *o, carlo_run_result *re
             break;
         }
         carlo_progress_update(pr, (double)done);
-        if (carlo_now() - t0 < 0.05 && chunk < ((uint64_t)1 << 40))
+        if (growing && chunk < ((uint64_t)1 << 40) &&
+            (growing = all_agree(s, carlo_now() - t0 < 0.05)))
             chunk *= 2;
     }
     if (pf.on) { /* the last frame: nothing finished is lost, not even after Ctrl-C */

@@ -38,8 +38,10 @@ typedef struct carlo_thread_pick {
  * pattern): after a warm-up with the default, the model's candidates (ops->launch_candidates,
  * the default first) are tried in CARLO_TUNE_ROUNDS rounds on the first chunks of real work,
  * each timed over at least CARLO_TUNE_SECONDS; the fastest (its best round) is kept when it
- * beats the default by more than 3%. Launch shapes never change the chain, so the sweeps spent
- * tuning are ordinary sweeps. sys:launch{} (benchmarks) sets fixed and stops it. */
+ * beats the default by more than 3%. A system split over MPI ranks (collective) times each chunk
+ * on its slowest rank, so that all its ranks choose alike. Launch shapes never change the chain,
+ * so the sweeps spent tuning are ordinary sweeps. sys:launch{} (benchmarks) sets fixed and stops
+ * it. */
 #define CARLO_TUNE_SECONDS 0.01
 #define CARLO_TUNE_ROUNDS 2
 #define CARLO_TUNE_MAX 8

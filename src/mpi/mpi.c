@@ -284,6 +284,14 @@ int carlo_mpi_min_f64(double *v, int n)
                  "MPI_Allreduce");
 }
 
+int carlo_mpi_max_f64(double *v, int n)
+{
+    if (!active())
+        return 0;
+    return check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+                 "MPI_Allreduce");
+}
+
 int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src, int n, int tag)
 {
     if (!active()) {

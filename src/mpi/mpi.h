@@ -54,8 +54,9 @@ int carlo_mpi_bcast_u8(uint8_t *v, size_t n, int root);
 /* Sum (in place) over the ranks, element by element. */
 int carlo_mpi_sum_f64(double *v, int n);
 int carlo_mpi_sum_i64(int64_t *v, int n);
-/* Smallest (in place) over the ranks, element by element (NaN-free values). */
+/* Smallest, largest (in place) over the ranks, element by element (NaN-free values). */
 int carlo_mpi_min_f64(double *v, int n);
+int carlo_mpi_max_f64(double *v, int n);
 /* Send n bytes to rank dest while receiving n bytes from rank src (halo rows). */
 int carlo_mpi_sendrecv_u8(const uint8_t *send, int dest, uint8_t *recv, int src, int n, int tag);
 /* Two messages out and two in at once (halo layers both ways): send[k] (nsend[k] bytes) to
