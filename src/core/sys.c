@@ -244,13 +244,34 @@ static int candidates(const carlo_sys *s)
     return n < CARLO_TUNE_MAX ? n : CARLO_TUNE_MAX;
 }
 
+/* Whether yes holds on every rank of a collective system (a system split over the MPI ranks,
+ * whose chunks must be the same on every rank: the launch tuner reduces over the ranks once a
+ * chunk), or on this process otherwise. */
+static int all_agree(const carlo_sys *s, int yes)
+{
+    if (!s->collective)
+        return yes;
+    double no = yes ? 0 : 1;
+    return carlo_mpi_max_f64(&no, 1) == 0 && no == 0;
+}
+
 /* Before a chunk: the candidate under measurement (the default during the warm-up), with the
- * queue drained so that the chunk is timed alone. 1 when this chunk is being timed. */
+ * queue drained so that the chunk is timed alone. 1 when this chunk is being timed. A system
+ * split over MPI ranks tunes only while it does on every rank (its timing reduces over them):
+ * a launch set by hand on one rank alone, or a tuning over, ends it on all. */
 static int tune_begin(carlo_sys *s)
 {
-    if (!tuning(s))
-        return 0;
     carlo_launch_tune *t = &s->tuner;
+    if (s->collective && s->device == CARLO_GPU && s->ops->launch_candidates) {
+        if (t->settled)
+            return 0;
+        if (!all_agree(s, tuning(s))) {
+            t->settled = 1;
+            return 0;
+        }
+    } else if (!tuning(s)) {
+        return 0;
+    }
     if (!t->started) {
         t->started = 1;
         t->k = -1;
@@ -352,17 +373,6 @@ static int frame_due(carlo_sys *s, const carlo_run_opts *o, pending *p)
         rc = s->ops->frame(s, &p->f) || o->write(o->ctx, &p->f) ? -1 : 0;
     carlo_frame_free(&p->f);
     return rc;
-}
-
-/* Whether yes holds on every rank of a collective system (a system split over the MPI ranks,
- * whose chunks must be the same on every rank: the launch tuner reduces over the ranks once a
- * chunk), or on this process otherwise. */
-static int all_agree(const carlo_sys *s, int yes)
-{
-    if (!s->collective)
-        return yes;
-    double no = yes ? 0 : 1;
-    return carlo_mpi_max_f64(&no, 1) == 0 && no == 0;
 }
 
 /* Units until the next stop: the end, a hook, a frame, or a poll. */

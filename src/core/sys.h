@@ -48,6 +48,7 @@ typedef struct carlo_thread_pick {
 typedef struct carlo_launch_tune {
     int fixed;         /* set by hand: no tuning */
     int done;          /* the choice is made */
+    int settled;       /* split over MPI ranks: their tuning is over on every rank (sys.c) */
     int k;             /* the candidate being measured; -1: the warm-up */
     int round;
     int started;

@@ -150,6 +150,19 @@ if not load_from then
     split:close()
   end
 
+  -- a launch set by hand on rank 0 alone: the tuning stops on every rank (a rank tuning on its
+  -- own would wait in a reduction over the ranks that the others never make)
+  do
+    local args = { N = 400, phi = 0.698, init = "hex", seed = 12 }
+    local split, cpu = make("hard_disks", args, dev, true), make("hard_disks", args, "cpu", false)
+    if carlo.mpi.rank == 0 then split:launch{ team = 1 } end
+    split:run{ sweeps = 3000 }
+    cpu:run{ sweeps = 3000 }
+    local a, d = state(split), state(cpu)
+    check("launch_one_rank", a == d, "split " .. a .. " vs CPU " .. d)
+    split:close(); cpu:close()
+  end
+
   -- the comparisons can fail: another seed, split, gives another chain
   do
     local other = { N = 400, phi = 0.698, init = "hex", seed = 4 }
