@@ -39,9 +39,9 @@ typedef struct carlo_thread_pick {
  * the default first) are tried in CARLO_TUNE_ROUNDS rounds on the first chunks of real work,
  * each timed over at least CARLO_TUNE_SECONDS; the fastest (its best round) is kept when it
  * beats the default by more than 3%. A system split over MPI ranks (collective) times each chunk
- * on its slowest rank, so that all its ranks choose alike (and tunes only while all do). Launch shapes never change the chain,
- * so the sweeps spent tuning are ordinary sweeps. sys:launch{} (benchmarks) sets fixed and stops
- * it. */
+ * on its slowest rank, so that all its ranks choose alike, and tunes only while all do. Launch
+ * shapes never change the chain, so the sweeps spent tuning are ordinary sweeps. sys:launch{}
+ * (benchmarks) sets fixed and stops it. */
 #define CARLO_TUNE_SECONDS 0.01
 #define CARLO_TUNE_ROUNDS 2
 #define CARLO_TUNE_MAX 8
