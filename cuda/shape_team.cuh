@@ -61,8 +61,8 @@ __device__ __forceinline__ void shape_warp_add(unsigned long long *to, unsigned 
  * dodecahedra, team 8: 7.8 of 32 lanes active on average with independent teams, 7.8 in step
  * with rounds that waited for their longest pair, 11.6 with the passes; 1.32e8, 1.66e8 and
  * 2.72e8 moves/s.) Each team's decisions read only its own lanes' votes (team_bits), so the
- * chain does not depend on its neighbours in the warp. Every lane reaches every shuffle, vote and barrier in the same order: the loops' bounds
- * are the same on all lanes of the warp. */
+ * chain does not depend on its neighbours in the warp. Every lane reaches every shuffle, vote
+ * and barrier in the same order: the loops' bounds are the same on all lanes of the warp. */
 template <int DIM, int T, int MINB>
 __global__ void __launch_bounds__(SHAPE_TEAMS *T, MINB)
     shape_team_kernel(const __grid_constant__ shape_def sh, carlo_cell_grid g, float *pos, uint32_t *aux,

@@ -269,7 +269,7 @@ CARLO_HD void shape_support_body(const shape_def *s, const double n[3], double o
 
 /* The support point of the shape rotated by r, along the direction n (both in the same frame);
  * dim is s->dim, an argument so that a kernel compiled for one dimension leaves out the other's
- * code (shape_overlap_xeno_dim). */
+ * code (the team kernel's shape_pair_make with its DIM). */
 CARLO_HD void shape_support_dim(int dim, const shape_def *s, const shape_rot *r, const double n[3], double out[3])
 {
     double nb[3], p[3];
@@ -591,20 +591,13 @@ CARLO_HD int shape_overlap_bounds(const shape_def *A, const shape_def *B, const 
     return -1;
 }
 
-/* XenoCollide alone, for a pair shape_overlap_bounds left undecided; _dim with the dimension
- * as an argument (a kernel's constant), shape_overlap_xeno with the shapes'. */
-CARLO_HD int shape_overlap_xeno_dim(int dim, const shape_def *A, const shape_rot *ra, const shape_def *B,
-                                    const shape_rot *rb, const double d[3])
-{
-    shape_pair p;
-    shape_pair_make(dim, A, ra, B, rb, d, &p);
-    return shape_mpr_run(&p);
-}
-
+/* XenoCollide alone, for a pair shape_overlap_bounds left undecided. */
 CARLO_HD int shape_overlap_xeno(const shape_def *A, const shape_rot *ra, const shape_def *B,
                                 const shape_rot *rb, const double d[3])
 {
-    return shape_overlap_xeno_dim(A->dim, A, ra, B, rb, d);
+    shape_pair p;
+    shape_pair_make(A->dim, A, ra, B, rb, d, &p);
+    return shape_mpr_run(&p);
 }
 
 CARLO_HD int shape_overlap(const shape_def *A, const shape_rot *ra, const shape_def *B,
