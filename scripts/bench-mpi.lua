@@ -43,11 +43,11 @@ assert(device == "gpu" or (device == "cpu" and (part:find("^kmc") or part:find("
   "bench-mpi.lua: DEVICE must be gpu, or cpu for the kmc, hard and shapes parts (got " .. device .. ")")
 assert(device == "cpu" or #gpus > 0, "bench-mpi: no GPU")
 
--- The hard parts' warm-up: long enough for the GPU launch tuner (core/sys.h: 4 candidates, 2
--- rounds of at least 0.01 s each, the chunks synced while it measures) to have settled on every
--- rank before the clock starts: at 0.25 ms a sweep (1520^2 disks, or 2^19 pentagons with the
--- team kernel of 2026-11-27) it needs over 300 sweeps. A shorter warm-up timed candidates
--- under trial, each rank's on its own.
+-- The hard and shapes parts' warm-up: long enough for the GPU launch tuner (core/sys.h: 4
+-- candidates, 2 rounds of at least 0.01 s each, the chunks synced while it measures) to have
+-- settled on every rank before the clock starts: at 0.25 ms a sweep (1520^2 disks, or 2^19
+-- pentagons with the team kernel of 2026-11-27) it needs over 300 sweeps. A shorter warm-up
+-- timed candidates under trial.
 local WARM_SWEEPS = 500
 
 local function median(t)
