@@ -449,7 +449,9 @@ int launch_set(hard_system *s, int set, uint64_t step, int h0, int h1, cudaStrea
 
 /* A split system's set (see "a split system's halo exchanges" above): the interior half-layers
  * of the slab on the main stream, the first and last layer on the side stream after the last
- * exchange's halos, then this set's edge layers on their way down. */
+ * exchange's halos, then this set's edge layers on their way down. With frozen edges, the
+ * interior alone: the exchange of the last shift along the split axis crosses meanwhile, and
+ * comes in at the next shift (or whatever settles first). */
 int split_set(hard_system *s, int set, uint64_t step)
 {
     gpu_impl *g = impl(s);
@@ -465,6 +467,8 @@ int split_set(hard_system *s, int set, uint64_t step)
     const int i0 = h0 + lo_edge, i1 = h1 - hi_edge;
     if (p->ranks > 1)
         s->split->full = 0;
+    if (p->frozen) /* the edge layers sit out (cell_split.h): no halo read, none changed */
+        return launch_set(s, set, step, h0, h1, cudaStreamPerThread);
     if (stage_fit(s))
         return -1;
     if (g->edge_on_side) { /* the last set's edge layers, which this set's interior reads */
@@ -541,6 +545,8 @@ int gpu_shift(hard_system *s, carlo_cell_shift sh)
     const int64_t i1 = along ? (c1 - lc > i0 ? c1 - lc : i0) : c1;
     if (s->split->ranks > 1)
         s->split->full = 0;
+    if (stage_fit(s)) /* the side stream (with frozen edges, no set made it) */
+        return -1;
     if (g->edge_on_side) { /* the last set's edge layers, which the shift reads */
         CK(cudaStreamWaitEvent(cudaStreamPerThread, g->ev_edge, 0));
         g->edge_on_side = 0;

@@ -304,7 +304,9 @@ int gpu_subsweep(shape_system *s, int set, uint64_t step)
 {
     carlo_split *p = s->split;
     int64_t t0 = 0, t1 = carlo_cell_set_size(&s->grid);
-    if (!p || p->ranks == 1) {
+    if (!p || p->ranks == 1 || p->frozen) { /* frozen edges: nothing to exchange (cell_split.h) */
+        if (p && p->ranks > 1)
+            p->full = 0;
         if (p)
             carlo_split_active(p, &s->grid, set, &t0, &t1);
         return launch_subsweep(s, set, t0, t1, step);

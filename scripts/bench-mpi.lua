@@ -22,6 +22,9 @@
 --   hard_split1  the same 1520 x 1520 split over one rank (its edge layers staged through
 --            the host and sent to itself: the cost of the halo exchange)
 --   hard_npt the hard part in NPT at beta P = 9 (a volume move after each sweep)
+--   hard_frozen  the hard part with decompose = "frozen" on every number of ranks, one too (each
+--            slab's first and last cell layer sit out a sweep, and the halos cross only after a
+--            shift along y; the moves counted are those tried, none in the frozen layers)
 --   shapes   pentagons at phi = 0.676 (HPMC's benchmark state), 2^19 R on R GPUs from a
 --            hexagonal start, whole on one GPU, decompose = true over several (halos staged
 --            through the host); 500 sweeps, then the timing of 20 (trial moves per second)
@@ -136,16 +139,17 @@ elseif part == "kmc" or part == "kmc_split1" or part == "kmc_big" then
     function() return { sys.events, sys.step } end) -- counters only: nothing copied from the device
   -- events and steps a second (a larger lattice's steps hold fewer events a site)
   row(n * copies, rate, (split and "split" or "whole") .. (" %.6g"):format(steps))
-elseif part == "hard" or part == "hard_split1" or part == "hard_npt" then
+elseif part == "hard" or part == "hard_split1" or part == "hard_npt" or part == "hard_frozen" then
   local side = math.tointeger(tonumber(os.getenv("HARD_SIDE") or "1520"))
   assert(side and side >= 8 and side % 2 == 0, "bench-mpi.lua: HARD_SIDE must be even, at least 8 (got " ..
     tostring(os.getenv("HARD_SIDE")) .. ")")
   local nx, ny = side, side * R
   local phi = 0.698
   local a = math.sqrt(math.pi / 4 / phi * 2 / math.sqrt(3)) -- the spacing of hexagonal rows at phi
-  local split = R > 1 or part == "hard_split1"
+  local frozen = part == "hard_frozen"
+  local split = R > 1 or part == "hard_split1" or frozen
   local sys = carlo.hard_disks{ N = nx * ny, box = { nx * a, ny * a * math.sqrt(3) / 2 }, init = "hex",
-                                seed = 1, device = device, decompose = split, quiet = true,
+                                seed = 1, device = device, decompose = frozen and "frozen" or split, quiet = true,
                                 pressure = part == "hard_npt" and 9 or nil }
   sys:run{ sweeps = WARM_SWEEPS, quiet = true }
   local sweeps = 200
@@ -155,7 +159,7 @@ elseif part == "hard" or part == "hard_split1" or part == "hard_npt" then
     sys:run{ sweeps = sweeps, quiet = true }
     moves = sys:observe{ pressure = false }.tried - m0
   end, function() sys:sync() end)
-  row(ny, moves / t, split and "split" or "whole")
+  row(ny, moves / t, frozen and "frozen" or split and "split" or "whole")
 elseif part == "shapes" or part == "shapes_npt" then
   local n1 = math.tointeger(tonumber(os.getenv("SHAPES_N") or tostring(1 << 19)))
   local sys = carlo.hard_polygons{ vertices = carlo.shapes.pentagon.vertices, N = n1 * R, phi = 0.676,
@@ -167,6 +171,6 @@ elseif part == "shapes" or part == "shapes_npt" then
   row(n1 * R, rate, R > 1 and "split" or "whole")
 else
   error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1, hard_npt, " ..
-    "shapes or shapes_npt (got " ..
+    "hard_frozen, shapes or shapes_npt (got " ..
     tostring(part) .. ")")
 end

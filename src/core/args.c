@@ -224,6 +224,20 @@ int carlo_arg_bool(lua_State *L, int idx, const char *where, const char *key, in
     return v;
 }
 
+int carlo_arg_decompose(lua_State *L, int idx, const char *where)
+{
+    int t = lua_getfield(L, idx, "decompose");
+    int v = 0;
+    if (t == LUA_TBOOLEAN)
+        v = lua_toboolean(L, -1);
+    else if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "frozen") == 0)
+        v = 2;
+    else if (t != LUA_TNIL)
+        luaL_error(L, "%s: decompose must be true, false or \"frozen\" (got %s)", where, describe(L, -1, 1));
+    lua_pop(L, 1);
+    return v;
+}
+
 const char *carlo_arg_str(lua_State *L, int idx, const char *where, const char *key, int required)
 {
     int t = lua_getfield(L, idx, key);

@@ -38,6 +38,10 @@ int carlo_arg_enum(lua_State *L, int idx, const char *where, const char *key, co
 
 int carlo_arg_bool(lua_State *L, int idx, const char *where, const char *key, int def);
 
+/* decompose (the cell-grid particle models', carlo-mpi(7)): false or absent 0, true 1 (the
+ * undecomposed chain), "frozen" 2 (each slab's first and last cell layer sit out the sweep). */
+int carlo_arg_decompose(lua_State *L, int idx, const char *where);
+
 /* A string or NULL when absent. The string stays valid while the table is on the stack. */
 const char *carlo_arg_str(lua_State *L, int idx, const char *where, const char *key, int required);
 

@@ -98,3 +98,16 @@ const void *carlo_frame_expect(const carlo_frame *f, const char *name, carlo_dty
     }
     return c->data;
 }
+
+int carlo_frame_split(const carlo_frame *f, const char *name)
+{
+    if (!carlo_frame_find(f, name))
+        return 0;
+    const uint64_t *v = carlo_frame_expect(f, name, CARLO_U64, 1, 1);
+    if (!v)
+        return -1;
+    if (*v != 1 && *v != 2)
+        return carlo_seterr("chunk '%s' is %llu: 1 (split) or 2 (split, edges frozen) expected", name,
+                            (unsigned long long)*v);
+    return (int)*v;
+}

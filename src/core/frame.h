@@ -45,4 +45,8 @@ void carlo_frame_free(carlo_frame *f);
 const void *carlo_frame_expect(const carlo_frame *f, const char *name, carlo_dtype type,
                                uint64_t rows, uint64_t cols);
 
+/* A split system's mark (mpi/cell_split.h) in chunk `name`: 0 absent (not split), 1 split, 2
+ * split with frozen edges; -1 with the message for anything else. */
+int carlo_frame_split(const carlo_frame *f, const char *name);
+
 #endif

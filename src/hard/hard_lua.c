@@ -289,7 +289,7 @@ static int construct(lua_State *L, int dim)
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), DEVICES);
     p.device = carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
-    const int split = carlo_arg_bool(L, 1, where, "decompose", 0); /* cell layers over the MPI ranks */
+    const int split = carlo_arg_decompose(L, 1, where); /* cell layers over the MPI ranks */
     const double *sites = NULL;
     if (lua_getfield(L, 1, "sites") != LUA_TNIL) {
         int64_t ns;
@@ -306,7 +306,7 @@ static int construct(lua_State *L, int dim)
     s->step = (uint64_t)step;
     s->volume_moves = volume_moves;
     if ((sites && hard_set_sites(s, sites)) || (lambda > 0 && hard_set_lambda(s, lambda)) ||
-        (split && hard_split_on(s))) {
+        (split && hard_split_on(s, split == 2))) {
         hard_destroy(s);
         return carlo_raise(L, where);
     }
@@ -656,7 +656,7 @@ static void describe(lua_State *L, carlo_sys *c)
 
 static void push_cells(lua_State *L, const hard_system *s)
 {
-    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, 5);
     lua_createtable(L, s->dim, 0);
     for (int a = 0; a < s->dim; a++) {
         lua_pushinteger(L, s->grid.m[a]);
@@ -669,6 +669,12 @@ static void push_cells(lua_State *L, const hard_system *s)
         lua_rawseti(L, -2, a + 1);
     }
     lua_setfield(L, -2, "width");
+    lua_createtable(L, s->dim, 0); /* where cell 0 starts: the cell shifts move it */
+    for (int a = 0; a < s->dim; a++) {
+        lua_pushnumber(L, s->origin[a]);
+        lua_rawseti(L, -2, a + 1);
+    }
+    lua_setfield(L, -2, "origin");
     carlo_lua_setint(L, "nmax", s->grid.nmax);
     carlo_lua_setint(L, "count", s->grid.ncells);
 }
@@ -736,6 +742,8 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         push_cells(L, s);
     else if (strcmp(k, "decomposed") == 0)
         lua_pushboolean(L, s->split != NULL);
+    else if (strcmp(k, "frozen_edges") == 0) /* decompose = "frozen" */
+        lua_pushboolean(L, s->split && s->split->frozen);
     else if (strcmp(k, "layers") == 0) /* this rank's cell layers along y (disks) or z, 1-based */
         push_layers(L, s);
     else if (is_launch_field(k))

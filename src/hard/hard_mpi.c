@@ -4,14 +4,14 @@
 
 #include "core/error.h"
 
-int hard_split_on(hard_system *s)
+int hard_split_on(hard_system *s, int frozen)
 {
     if (s->mv.skew)
         return carlo_seterr("decompose = true needs an orthorhombic box (this one has tilts xy, xz, yz = "
                             "%.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
     if (s->split)
         return 0;
-    s->split = carlo_split_new(&s->grid);
+    s->split = carlo_split_new(&s->grid, frozen);
     if (!s->split)
         return -1;
     /* halo exchanges and sums: never from a worker thread (the GPU backend exchanges on one

@@ -15,9 +15,10 @@
 
 typedef carlo_split hard_split;
 
-/* Split s (whole and current on every rank, as made or loaded) over the MPI ranks. Every rank
- * calls it; an error when the grid has fewer layers than there are ranks, or the box is tilted. */
-int hard_split_on(hard_system *s);
+/* Split s (whole and current on every rank, as made or loaded) over the MPI ranks, the slabs'
+ * edges frozen or not (cell_split.h). Every rank calls it; an error when the grid has too few
+ * layers for the ranks, or the box is tilted. */
+int hard_split_on(hard_system *s, int frozen);
 void hard_split_free(hard_system *s);
 
 /* The calls of cell_split.h on s->split, for s->grid or a grid g with as many layers. */

@@ -274,7 +274,7 @@ int hard_checkpoint(hard_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "hard/flags", CARLO_I32, 4, 1, flags) ||
              carlo_frame_add_u64(f, "hard/insert_calls", s->icalls) ||
              (s->sites && carlo_frame_add_copy(f, "hard/sites", CARLO_F64, (uint64_t)s->N, 3, s->sites)) ||
-             (s->split && carlo_frame_add_u64(f, "hard/split", 1)) || /* split again when loaded */
+             (s->split && carlo_frame_add_u64(f, "hard/split", 1 + (uint64_t)s->split->frozen)) || /* split again when loaded */
              (s->mv.skew && carlo_frame_add_copy(f, "hard/tilts", CARLO_F64, 3, 1, tilts));
     if (!rc)
         rc = carlo_cells_to_frame(f, "hard", g, &h, 1);
@@ -381,8 +381,9 @@ hard_system *hard_restore(const carlo_frame *f, carlo_device_kind device)
         return NULL;
     }
     /* a split system's checkpoint holds the whole grid; split again over the ranks there are
-     * now (as many or not: every rank loads the same file) */
-    if (carlo_frame_find(f, "hard/split") && hard_split_on(s)) {
+     * now (as many or not: every rank loads the same file), its edges frozen as they were */
+    const int split = carlo_frame_split(f, "hard/split");
+    if (split < 0 || (split && hard_split_on(s, split == 2))) {
         hard_destroy(s);
         return NULL;
     }

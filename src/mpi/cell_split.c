@@ -76,6 +76,11 @@ int carlo_split_fits(const carlo_split *p, const carlo_cell_grid *g)
         return carlo_seterr("decompose = true: the grid has %d cell layers along %c, fewer than the "
                             "%d MPI ranks (one layer each at least): use fewer ranks or more "
                             "particles", m, AXES[p->axis], p->ranks);
+    if (p->frozen && m < 3 * p->ranks)
+        return carlo_seterr("decompose = \"frozen\": the grid has %d cell layers along %c, fewer than "
+                            "3 for each of the %d MPI ranks (each slab's first and last layer sit out "
+                            "the sweep): use fewer ranks, more particles or decompose = true", m,
+                            AXES[p->axis], p->ranks);
     if (layer_bytes(g, p->axis) > (size_t)INT_MAX / 2)
         return carlo_seterr("decompose = true: one layer of %lld cells is too large to send in one "
                             "message", (long long)layer_cells(g, p->axis));
@@ -94,7 +99,7 @@ int carlo_split_layout(carlo_split *p, const carlo_cell_grid *g)
     return 0;
 }
 
-carlo_split *carlo_split_new(const carlo_cell_grid *g)
+carlo_split *carlo_split_new(const carlo_cell_grid *g, int frozen)
 {
     carlo_split *p = carlo_calloc(1, sizeof *p, "the decomposition");
     if (!p)
@@ -103,6 +108,7 @@ carlo_split *carlo_split_new(const carlo_cell_grid *g)
     p->ranks = carlo_mpi_size();
     p->axis = g->dim - 1;
     p->full = 1;
+    p->frozen = frozen != 0;
     p->layers = carlo_calloc((size_t)p->ranks, sizeof *p->layers, "the ranks' layers");
     if (!p->layers || carlo_split_layout(p, g)) {
         carlo_split_free(p);
@@ -153,10 +159,10 @@ int carlo_split_slab_trial(const carlo_split *p, const carlo_cell_grid *og, cons
 void carlo_split_active(const carlo_split *p, const carlo_cell_grid *g, int set, int64_t *t0, int64_t *t1)
 {
     /* carlo_cell_active: the split axis is the slowest; its coordinate is 2 j + bit */
-    const int bit = set >> p->axis & 1;
+    const int bit = set >> p->axis & 1, lo = p->lo + p->frozen, hi = p->hi - p->frozen;
     const int64_t per = carlo_cell_set_size(g) / g->half[p->axis];
-    *t0 = (int64_t)((p->lo - bit + 1) / 2) * per;
-    *t1 = (int64_t)((p->hi - bit + 1) / 2) * per;
+    *t0 = (int64_t)((lo - bit + 1) / 2) * per;
+    *t1 = (int64_t)((hi - bit + 1) / 2) * per;
 }
 
 void carlo_split_edge_layers(const carlo_split *p, const carlo_cell_grid *g, int bit, int out[2], int in[2])
@@ -228,7 +234,7 @@ int carlo_split_after_set(carlo_split *p, const carlo_cell_grid *g, const carlo_
     if (p->ranks == 1)
         return 0;
     p->full = 0;
-    return exchange(p, g, d, set >> p->axis & 1);
+    return p->frozen ? 0 : exchange(p, g, d, set >> p->axis & 1);
 }
 
 int carlo_split_after_shift(carlo_split *p, const carlo_cell_grid *g, const carlo_cell_data *d, int axis)

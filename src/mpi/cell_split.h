@@ -5,6 +5,11 @@
  * either side, its neighbours' last and first, current; after each set the edge layers of the
  * set's parity go to the neighbours, after a cell shift along the split axis both.
  *
+ * Frozen edges (decompose = "frozen", HPMC's inactive region): the sets leave each slab's first
+ * and last layer alone, so no set reads a halo layer nor changes a neighbour's: the halos cross
+ * only after a cell shift along the split axis. The chain then depends on the number of ranks
+ * (the cells that sit out a sweep are the slabs' edges); its distribution does not.
+ *
  * Every rank holds storage for the whole grid, laid out as an undecomposed system's, so that a
  * cell has the same index, the same random numbers and the same neighbours on every rank: a
  * split system makes the very chain of an undecomposed one. Only the own layers and the two
@@ -29,24 +34,27 @@ typedef struct carlo_split {
     int *layers;    /* every rank's layer count */
     int full;       /* 1: every layer is current on this rank */
     int trial_full; /* the scale trial under way was made from the whole grid */
+    int frozen;     /* decompose = "frozen": the slab's first and last layer sit out the sets */
     uint8_t *buf;   /* packed layers */
     size_t cap;
 } carlo_split;
 
 /* A split of grid g over the ranks of this run (rank and size from mpi/mpi.h), the whole grid
- * current; NULL with the message when g has fewer layers than there are ranks. */
-carlo_split *carlo_split_new(const carlo_cell_grid *g);
+ * current, its edges frozen or not; NULL with the message when g has too few layers for the
+ * ranks (carlo_split_fits). */
+carlo_split *carlo_split_new(const carlo_cell_grid *g, int frozen);
 void carlo_split_free(carlo_split *p);
 
 /* Whether grid g (after a box move or a compression changed it) can be split: as many layers as
- * ranks at least, a layer small enough for one message. */
+ * ranks at least (three times as many with frozen edges), a layer small enough for one message. */
 int carlo_split_fits(const carlo_split *p, const carlo_cell_grid *g);
 /* Every rank's layers for grid g. */
 int carlo_split_layout(carlo_split *p, const carlo_cell_grid *g);
 
 /* This rank's cells: indices [c0, c1) of grid g. */
 void carlo_split_cells(const carlo_split *p, const carlo_cell_grid *g, int64_t *c0, int64_t *c1);
-/* This rank's active cells of set `set`: t in [t0, t1) of carlo_cell_active. */
+/* This rank's active cells of set `set`: t in [t0, t1) of carlo_cell_active (with frozen edges,
+ * those of the layers between the first and the last). */
 void carlo_split_active(const carlo_split *p, const carlo_cell_grid *g, int set, int64_t *t0, int64_t *t1);
 /* The first cell of each halo layer into c0[0..1]; returns the cells in a layer (0: one rank,
  * no halos). */
@@ -66,7 +74,8 @@ size_t carlo_split_layer_bytes(const carlo_split *p, const carlo_cell_grid *g);
  * layer in[k], each carlo_split_layer_bytes long. Made on one rank too (to itself). */
 int carlo_split_exchange_packed(carlo_split *p, const carlo_cell_grid *g, int bit, uint8_t *const send[2],
                                 uint8_t *const recv[2]);
-/* After the update of set `set` of the host cells d: the set's edge layers to the neighbours. */
+/* After the update of set `set` of the host cells d: the set's edge layers to the neighbours
+ * (none with frozen edges). */
 int carlo_split_after_set(carlo_split *p, const carlo_cell_grid *g, const carlo_cell_data *d, int set);
 /* After a cell shift of the host cells d along axis: both halo layers from the neighbours when
  * the shift crossed the slabs' edges (a shift along another axis stays within each layer). */

@@ -162,7 +162,7 @@ int shape_push(shape_system *s)
     return 0;
 }
 
-int shape_split_on(shape_system *s)
+int shape_split_on(shape_system *s, int frozen)
 {
     if (s->split)
         return 0;
@@ -173,7 +173,7 @@ int shape_split_on(shape_system *s)
                             "%.9g, %.9g, %.9g)", s->box.xy, s->box.xz, s->box.yz);
     if (s->box_moves == SHAPE_BOX_TRICLINIC)
         return carlo_seterr("decompose = true needs an orthorhombic box: no box_moves = \"triclinic\"");
-    s->split = carlo_split_new(&s->grid);
+    s->split = carlo_split_new(&s->grid, frozen);
     if (!s->split)
         return -1;
     s->collective = s->split->ranks > 1; /* halo exchanges and sums: never from a worker thread */

@@ -125,10 +125,11 @@ int shape_fetch(shape_system *s);
  * system bit for bit. A box move that keeps the cut along the split axis is tried on each
  * rank's slab and decided by the sum of their verdicts; everything else (other box moves,
  * observables, frames, checkpoints) gathers the whole grid on every rank first (and a GPU
- * system hands it to its device). Every rank calls it;
- * refused for the serial reference, a tilted box or triclinic box moves, and a grid of fewer
- * layers than ranks. */
-int shape_split_on(shape_system *s);
+ * system hands it to its device). With frozen (decompose = "frozen") each slab's first and
+ * last layer sit out the sets, which then exchange nothing (the chain is the ranks' own, its
+ * distribution the whole system's). Every rank calls it; refused for the serial reference, a
+ * tilted box or triclinic box moves, and a grid of too few layers for the ranks. */
+int shape_split_on(shape_system *s, int frozen);
 
 typedef enum shape_init {
     SHAPE_INIT_RANDOM = 0,

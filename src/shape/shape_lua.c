@@ -364,7 +364,7 @@ static int construct(lua_State *L, const kind *k)
         sized_init(L, k, init, &p);
     p.seed = carlo_arg_seed(L, 1, where);
     carlo_arg_enum(L, 1, where, "device", carlo_device_default(), devices);
-    const int split = carlo_arg_bool(L, 1, where, "decompose", 0); /* cell layers over the MPI ranks */
+    const int split = carlo_arg_decompose(L, 1, where); /* cell layers over the MPI ranks */
     p.device = p.serial ? CARLO_CPU : carlo_lua_device(L, where, carlo_arg_str(L, 1, where, "device", 0));
     shape_system *s = shape_create(&p);
     if (!s)
@@ -378,7 +378,7 @@ static int construct(lua_State *L, const kind *k)
     if (dtilt > 0)
         s->dtilt = dtilt;
     if (shape_set_box_moves(s, box_moves) || (pressure > 0 && shape_set_pressure(s, pressure)) ||
-        (split && shape_split_on(s))) {
+        (split && shape_split_on(s, split == 2))) {
         shape_destroy(s);
         return carlo_raise(L, where);
     }
@@ -723,6 +723,8 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         carlo_lua_setint(L, "nmax", s->grid.nmax);
     } else if (strcmp(k, "decomposed") == 0)
         lua_pushboolean(L, s->split != NULL);
+    else if (strcmp(k, "frozen_edges") == 0) /* decompose = "frozen" */
+        lua_pushboolean(L, s->split && s->split->frozen);
     else if (strcmp(k, "layers") == 0) { /* this rank's cell layers along y (2D) or z, 1-based */
         if (!s->split)
             lua_pushnil(L);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "mpi/cell_split.h"
 #include "shape/shape.h"
 
 #define SYS(c) ((shape_system *)(c))
@@ -273,7 +274,7 @@ int shape_checkpoint(shape_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "shape/volume_moves", CARLO_U64, 4, 1, vol) ||
              carlo_frame_add_copy(f, "shape/tilt", CARLO_F64, 8, 1, tilt) ||
              carlo_frame_add_copy(f, "shape/box_moves", CARLO_U64, 8, 1, bmv) ||
-             (s->split && carlo_frame_add_u64(f, "shape/split", 1)); /* split again when loaded */
+             (s->split && carlo_frame_add_u64(f, "shape/split", 1 + (uint64_t)s->split->frozen)); /* split again when loaded */
     if (rc)
         return -1;
     if (s->serial)
@@ -455,7 +456,8 @@ shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device)
     }
     /* a split system's checkpoint holds the whole grid; split again over the ranks there are
      * now (as many or not: every rank loads the same file) */
-    if (shape_verify(s) || (carlo_frame_find(f, "shape/split") && shape_split_on(s))) {
+    const int split = carlo_frame_split(f, "shape/split"); /* split again, its edges as they were */
+    if (shape_verify(s) || split < 0 || (split && shape_split_on(s, split == 2))) {
         shape_destroy(s);
         return NULL;
     }

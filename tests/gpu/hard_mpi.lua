@@ -7,7 +7,8 @@
 -- NVT spheres at phi = 0.5 (8 layers, 2 a rank on 4) with the team kernel and with the
 -- one-thread kernel, disks with the team kernel, NPT disks (volume moves, the grid changing size on the way), a compression
 -- (layers taken away, the slabs cut again) and the tether; another seed must give another chain
--- (the comparisons can fail). Rank 0 writes the fingerprints to OUT (tests/gpu/hard_mpi.sh
+-- (the comparisons can fail). With frozen edges (decompose = "frozen"), the GPUs' chain must be the
+-- CPU's split over as many ranks. Rank 0 writes the fingerprints to OUT (tests/gpu/hard_mpi.sh
 -- compares the files of 1, 2 and 4 ranks) and the split disks after 200 sweeps to OUT.ckpt.
 -- With CHECKPOINT, a checkpoint that has STAGE runs of 50 sweeps behind the first 200 (saved on
 -- another number of ranks) is loaded split on the GPUs here, runs 50 sweeps more, must equal the
@@ -82,13 +83,14 @@ if not load_from then
     split:close(); gpu:close(); cpu:close()
   end
 
-  -- single sets and shifts driven from the script, a Widom test and a sample
+  -- single sets and shifts driven from the script (a shift first), a Widom test and a sample
   do
     local split, cpu = make("hard_disks", DISKS, dev, true), make("hard_disks", DISKS, "cpu", false)
     for _, sys in ipairs{ split, cpu } do
-      for set = 3, 0, -1 do sys:subsweep(set) end
+      sys:shift_cells() -- first of all: a split GPU system's side stream made for it
+      for set = 3, 0, -1 do sys:substep(set) end
       sys:shift_cells()
-      sys:subsweep(1)
+      sys:substep(1)
       sys:run{ sweeps = 20 }
     end
     local a, d = state(split), state(cpu)
@@ -160,6 +162,40 @@ if not load_from then
     cpu:run{ sweeps = 3000 }
     local a, d = state(split), state(cpu)
     check("launch_one_rank", a == d, "split " .. a .. " vs CPU " .. d)
+    split:close(); cpu:close()
+  end
+
+  -- frozen edges (decompose = "frozen"): the chain is the ranks' own, so the GPUs' must be the
+  -- CPU's split over as many ranks, bit for bit (not written to OUT: it differs between rank
+  -- counts); NVT disks, NPT disks and spheres
+  for _, c in ipairs{
+    { name = "frozen_disks", ctor = "hard_disks", args = DISKS, sweeps = 200 },
+    { name = "frozen_npt", ctor = "hard_disks", args = { N = 400, phi = 0.6, init = "hex", seed = 5, pressure = 6 },
+      sweeps = 150 },
+    { name = "frozen_spheres", ctor = "hard_spheres", args = { N = 4000, phi = 0.5, init = "fcc", seed = 4 },
+      sweeps = 60 },
+  } do
+    local split, cpu = make(c.ctor, c.args, dev, "frozen"), make(c.ctor, c.args, "cpu", "frozen")
+    check(c.name .. "_flag", split.frozen_edges and cpu.frozen_edges, "frozen_edges not set")
+    split:run{ sweeps = c.sweeps }
+    cpu:run{ sweeps = c.sweeps }
+    local a, d = state(split), state(cpu)
+    check(c.name .. "_vs_cpu", a == d, "split " .. a .. " vs CPU " .. d)
+    local ok, why = split:verify()
+    check(c.name .. "_verify", ok and split:overlaps() == 0, tostring(why))
+    split:close(); cpu:close()
+  end
+  do -- the shapes' sweep (cuda/shape.cu) with frozen edges
+    local args = { vertices = carlo.shapes.pentagon.vertices, N = 400, phi = 0.6, init = "hex", seed = 3 }
+    local split, cpu = make("hard_polygons", args, dev, "frozen"), make("hard_polygons", args, "cpu", "frozen")
+    split:run{ sweeps = 100 }
+    cpu:run{ sweeps = 100 }
+    local function brief(sys)
+      local o = sys:observe()
+      return ("%s tried=%d accepted=%d"):format(fingerprint(sys), o.tried, o.accepted)
+    end
+    local a, d = brief(split), brief(cpu)
+    check("frozen_pentagons_vs_cpu", split.frozen_edges and a == d, "split " .. a .. " vs CPU " .. d)
     split:close(); cpu:close()
   end
 
