@@ -30,6 +30,7 @@
 --            through the host); 500 sweeps, then the timing of 20 (trial moves per second)
 --   shapes_npt  the same in NPT at beta P = 10 (a volume move after each sweep, tried on each
 --            rank's slab while the cut along y stays)
+--   shapes_frozen  the shapes part with decompose = "frozen" on every number of ranks, one too
 -- HALO: auto, staged or direct (decompose = true's halo key). Timing: a warm-up, then the
 -- median of 3 repeats, each from a barrier to a device sync and a barrier on every rank (the
 -- slowest rank's time). Prints "ROW part ranks L value halo gpu" on rank 0 (kmc parts:
@@ -160,17 +161,19 @@ elseif part == "hard" or part == "hard_split1" or part == "hard_npt" or part == 
     moves = sys:observe{ pressure = false }.tried - m0
   end, function() sys:sync() end)
   row(ny, moves / t, frozen and "frozen" or split and "split" or "whole")
-elseif part == "shapes" or part == "shapes_npt" then
+elseif part == "shapes" or part == "shapes_npt" or part == "shapes_frozen" then
   local n1 = math.tointeger(tonumber(os.getenv("SHAPES_N") or tostring(1 << 19)))
+  local frozen = part == "shapes_frozen"
   local sys = carlo.hard_polygons{ vertices = carlo.shapes.pentagon.vertices, N = n1 * R, phi = 0.676,
-                                   init = "hex", seed = 1, device = device, decompose = R > 1 or nil,
+                                   init = "hex", seed = 1, device = device,
+                                   decompose = frozen and "frozen" or R > 1 or nil,
                                    pressure = part == "shapes_npt" and 10 or nil }
   sys:run{ sweeps = WARM_SWEEPS, quiet = true }
   local rate = counted(sys, function() sys:run{ sweeps = 20, quiet = true } end,
     function() return { sys:observe{ pressure = false }.tried } end)
-  row(n1 * R, rate, R > 1 and "split" or "whole")
+  row(n1 * R, rate, frozen and "frozen" or R > 1 and "split" or "whole")
 else
   error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1, hard_npt, " ..
-    "hard_frozen, shapes or shapes_npt (got " ..
+    "hard_frozen, shapes, shapes_npt or shapes_frozen (got " ..
     tostring(part) .. ")")
 end
