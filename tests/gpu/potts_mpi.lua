@@ -24,12 +24,7 @@ local function lattice(sys, k)
   for i, row in ipairs(sys:snapshot(k).state:totable()) do rows[i] = table.concat(row, ",") end
   return table.concat(rows, "/")
 end
-local function with(t, extra)
-  local c = {}
-  for k, v in pairs(t) do c[k] = v end
-  for k, v in pairs(extra) do c[k] = v end
-  return c
-end
+local with = checks.with
 
 -- A CUDA-aware MPI takes halo = "direct"; any other says so at creation.
 if halo == "direct" then

@@ -81,6 +81,14 @@ function M.split_carry_on(check, same_chain, name, a, b, sweeps, step)
   same_chain(name, a, b)
 end
 
+-- A copy of table t with the keys of extra set over it (constructor arguments varied per case).
+function M.with(t, extra)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  for k, v in pairs(extra) do c[k] = v end
+  return c
+end
+
 function M.has_gpu()
   return #carlo.devices().gpus > 0
 end

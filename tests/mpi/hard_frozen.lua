@@ -22,12 +22,7 @@ local fingerprint = require("check").position_fingerprint
 
 local disks = { N = 1024, phi = 0.698, init = "hex", seed = 11, device = "cpu" }
 local liquid = { N = 1024, phi = 0.6, init = "hex", seed = 12, device = "cpu" }
-local function with(args, extra)
-  local t = {}
-  for k, v in pairs(args) do t[k] = v end
-  for k, v in pairs(extra) do t[k] = v end
-  return t
-end
+local with = require("check").with
 
 -- the cell layer along y of each particle, by tag (positions run from -L/2, cells from origin)
 local function layers_of(sys)
