@@ -274,7 +274,8 @@ int hard_checkpoint(hard_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "hard/flags", CARLO_I32, 4, 1, flags) ||
              carlo_frame_add_u64(f, "hard/insert_calls", s->icalls) ||
              (s->sites && carlo_frame_add_copy(f, "hard/sites", CARLO_F64, (uint64_t)s->N, 3, s->sites)) ||
-             (s->split && carlo_frame_add_u64(f, "hard/split", 1 + (uint64_t)s->split->frozen)) || /* split again when loaded */
+             /* split again when loaded: 1, or 2 with frozen edges */
+             (s->split && carlo_frame_add_u64(f, "hard/split", 1 + (uint64_t)s->split->frozen)) ||
              (s->mv.skew && carlo_frame_add_copy(f, "hard/tilts", CARLO_F64, 3, 1, tilts));
     if (!rc)
         rc = carlo_cells_to_frame(f, "hard", g, &h, 1);

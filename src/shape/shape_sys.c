@@ -274,7 +274,8 @@ int shape_checkpoint(shape_system *s, carlo_frame *f)
              carlo_frame_add_copy(f, "shape/volume_moves", CARLO_U64, 4, 1, vol) ||
              carlo_frame_add_copy(f, "shape/tilt", CARLO_F64, 8, 1, tilt) ||
              carlo_frame_add_copy(f, "shape/box_moves", CARLO_U64, 8, 1, bmv) ||
-             (s->split && carlo_frame_add_u64(f, "shape/split", 1 + (uint64_t)s->split->frozen)); /* split again when loaded */
+             /* split again when loaded: 1, or 2 with frozen edges */
+             (s->split && carlo_frame_add_u64(f, "shape/split", 1 + (uint64_t)s->split->frozen));
     if (rc)
         return -1;
     if (s->serial)
