@@ -10,18 +10,25 @@
 -- them: compare equilibrate runs of different lengths). Longer runs:
 --   carlo workflows/hard_disk_eos.lua sweeps=2e7 equilibrate=5e6
 -- Arguments (key=value): N (65536), phi (comma list, default the six of Table 2), sweeps
--- (measured, 600000), equilibrate (200000), every (20), seed (1), device (auto), log (a TSV path).
+-- (measured, 600000), equilibrate (200000), every (20), seed (1), device (auto), log (a TSV path),
+-- decompose (false; true or frozen: under mpirun, the disks split over the ranks, one GPU each,
+-- carlo-mpi(7); frozen, the faster, keeps the distribution but not the one-process chain):
+--   mpirun -np 4 carlo workflows/hard_disk_eos.lua device=gpu decompose=frozen N=1048576
 local carlo = require "carlo"
 
 local opt = { N = 65536, sweeps = 6e5, equilibrate = 2e5, every = 20, seed = 1, device = "auto",
-              phi = "0.698,0.702,0.706,0.710,0.714,0.718" }
+              phi = "0.698,0.702,0.706,0.710,0.714,0.718", decompose = "false" }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^(%w+)=(.+)$")
   if not k or opt[k] == nil and k ~= "log" then
     error(("hard_disk_eos: unknown argument '%s' (key=value: N, phi, sweeps, equilibrate, every, "
-      .. "seed, device, log)"):format(a))
+      .. "seed, device, log, decompose)"):format(a))
   end
   opt[k] = tonumber(v) or v
+end
+local decompose = ({ ["false"] = false, ["true"] = true, frozen = "frozen" })[tostring(opt.decompose)]
+if decompose == nil then
+  error(("hard_disk_eos: decompose must be false, true or frozen (got '%s')"):format(opt.decompose))
 end
 local N = math.tointeger(opt.N)
 local sweeps = math.tointeger(opt.sweeps) or math.floor(opt.sweeps)
@@ -45,8 +52,10 @@ local function parse(s)
 end
 
 local log = opt.log and carlo.log(opt.log)
-print(("# hard disks N = %d, %s sweeps measured after %s equilibrated, sampled every %d"):format(
-  N, sweeps, equilibrate, every))
+print(("# hard disks N = %d, %s sweeps measured after %s equilibrated, sampled every %d%s"):format(
+  N, sweeps, equilibrate, every,
+  decompose and (", split over %d ranks%s"):format(carlo.mpi.size, decompose == "frozen" and " (frozen edges)" or "")
+    or ""))
 print("# errors: one standard error (blocking); the paper's are two standard errors")
 print("phi\tP_gr\terr\tP_sdf\terr\ttau_sweeps\tpaper_MPMC\tpaper_BK\t(P_gr-MPMC)/err\tpsi6")
 local sys
@@ -54,7 +63,7 @@ for phi_s in tostring(opt.phi):gmatch("[^,]+") do
   local phi = tonumber(phi_s)
   local t0 = carlo.clock()
   if not sys then
-    sys = carlo.hard_disks{ N = N, phi = phi, seed = opt.seed, device = opt.device }
+    sys = carlo.hard_disks{ N = N, phi = phi, seed = opt.seed, device = opt.device, decompose = decompose }
   else
     sys:compress{ phi = phi } -- on from the previous state point, as a compression run would
   end
