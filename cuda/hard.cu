@@ -260,7 +260,8 @@ __global__ void reset_scan_kernel(dev_counters *ctr)
 template <int DIM, int NMAX, int SKEW>
 __global__ void __launch_bounds__(256) hist_kernel(carlo_cell_grid g, const float *__restrict__ pos,
                                                    const uint32_t *__restrict__ count, hard_scan sc,
-                                                   unsigned int *global, int shared, hard_moves mv)
+                                                   unsigned int *global, int shared, hard_moves mv,
+                                                   int64_t c0, int64_t c1)
 {
     extern __shared__ unsigned int sh[];
     const int bins = sc.gr_bins + sc.sdf_bins;
@@ -270,8 +271,8 @@ __global__ void __launch_bounds__(256) hist_kernel(carlo_cell_grid g, const floa
             sh[k] = 0;
         __syncthreads();
     }
-    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < g.ncells) {
+    const int64_t c = c0 + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; /* cells [c0, c1) */
+    if (c < c1) {
         int xyz[3];
         carlo_cell_coords(&g, c, xyz);
         int n = (int)count[c];
@@ -670,8 +671,8 @@ int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
     return 0;
 }
 
-/* The scans below run over the whole grid, gathered first on a split system: every rank
- * finds the whole system's figures, none summed. */
+/* The overlap scan runs over the whole grid, gathered first on a split system: every rank finds
+ * the whole system's figures, none summed. */
 int gpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
 {
     gpu_impl *g = impl(s);
@@ -680,11 +681,17 @@ int gpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
     return pair_scan(g, &s->grid, &g->cur, s->mv, overlaps, r2min);
 }
 
+/* The pressure histograms: of every cell, or of a split system's own cells (their neighbours in
+ * its own and halo layers, current once the exchange under way is in), summed over the ranks
+ * as the CPU backend sums them: the same integer counts, with no gather of the grid. */
 int gpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *sdf)
 {
     gpu_impl *g = impl(s);
-    if (split_gather(s))
+    if (split_settle(s))
         return -1;
+    int64_t c0 = 0, c1 = s->grid.ncells;
+    if (s->split)
+        hard_split_cells(s, &s->grid, &c0, &c1);
     size_t bins = (size_t)sc->gr_bins + (size_t)sc->sdf_bins;
     if (g->hist_len < bins) {
         cudaFree(g->hist);
@@ -695,30 +702,39 @@ int gpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *
     }
     CK(cudaMemset(g->hist, 0, bins * sizeof(unsigned int)));
     const carlo_cell_grid &grd = s->grid;
-    unsigned blocks = (unsigned)((grd.ncells + 255) / 256);
+    unsigned blocks = (unsigned)((c1 - c0 + 255) / 256);
     int shared = bins <= 8192;
     size_t smem = shared ? bins * sizeof(unsigned int) : 0;
-    if (grd.dim == 2)
-        (s->mv.skew ? hist_kernel<2, HARD_NMAX_2D, 1> : hist_kernel<2, HARD_NMAX_2D, 0>)<<<blocks, 256, smem>>>(
-            grd, g->cur.pos, g->cur.count, *sc, g->hist, shared, s->mv);
-    else
-        (s->mv.skew ? hist_kernel<3, HARD_NMAX_3D, 1> : hist_kernel<3, HARD_NMAX_3D, 0>)<<<blocks, 256, smem>>>(
-            grd, g->cur.pos, g->cur.count, *sc, g->hist, shared, s->mv);
-    CK(cudaGetLastError());
-    unsigned int *h = static_cast<unsigned int *>(carlo_malloc(bins * sizeof(unsigned int), "histograms"));
-    if (!h)
-        return -1;
-    cudaError_t e = cudaMemcpy(h, g->hist, bins * sizeof(unsigned int), cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) {
-        free(h);
-        return carlo_cuda_fail(e, "cudaMemcpy(histograms)", __FILE__, __LINE__);
+    if (blocks > 0) {
+        if (grd.dim == 2)
+            (s->mv.skew ? hist_kernel<2, HARD_NMAX_2D, 1> : hist_kernel<2, HARD_NMAX_2D, 0>)<<<blocks, 256, smem>>>(
+                grd, g->cur.pos, g->cur.count, *sc, g->hist, shared, s->mv, c0, c1);
+        else
+            (s->mv.skew ? hist_kernel<3, HARD_NMAX_3D, 1> : hist_kernel<3, HARD_NMAX_3D, 0>)<<<blocks, 256, smem>>>(
+                grd, g->cur.pos, g->cur.count, *sc, g->hist, shared, s->mv, c0, c1);
+        CK(cudaGetLastError());
     }
-    for (int b = 0; b < sc->gr_bins; b++)
-        gr[b] += h[b];
-    for (int b = 0; b < sc->sdf_bins; b++)
-        sdf[b] += h[sc->gr_bins + b];
+    unsigned int *h = static_cast<unsigned int *>(carlo_malloc(bins * sizeof(unsigned int), "histograms"));
+    int64_t *v = static_cast<int64_t *>(carlo_calloc(bins, sizeof(int64_t), "histograms"));
+    if (!h || !v) {
+        free(h);
+        free(v);
+        return -1;
+    }
+    const cudaError_t e = cudaMemcpy(h, g->hist, bins * sizeof(unsigned int), cudaMemcpyDeviceToHost);
+    for (size_t b = 0; e == cudaSuccess && b < bins; b++)
+        v[b] = h[b];
     free(h);
-    return check_flag(g);
+    /* every rank sums (one whose copy failed too, with zeros: the others are waiting for it) */
+    int rc = s->split ? hard_split_sum(s, v, (int)bins) : 0;
+    if (e != cudaSuccess)
+        rc = carlo_cuda_fail(e, "cudaMemcpy(histograms)", __FILE__, __LINE__);
+    for (int b = 0; rc == 0 && b < sc->gr_bins; b++)
+        gr[b] += (uint64_t)v[b];
+    for (int b = 0; rc == 0 && b < sc->sdf_bins; b++)
+        sdf[b] += (uint64_t)v[sc->gr_bins + b];
+    free(v);
+    return rc ? -1 : check_flag(g);
 }
 
 int gpu_translation_counts(hard_system *s, uint64_t *tried, uint64_t *accepted)
