@@ -671,14 +671,29 @@ int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
     return 0;
 }
 
-/* The overlap scan runs over the whole grid, gathered first on a split system: every rank finds
- * the whole system's figures, none summed. */
+/* The overlaps and the closest pair (each shrink of a compression): over every cell, or over a
+ * split system's own cells (their neighbours in its own and halo layers, current once the
+ * exchange under way is in), the ends summed and the smallest distance taken over the ranks, as
+ * the CPU backend does: no gather of the grid. */
 int gpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
 {
     gpu_impl *g = impl(s);
-    if (split_gather(s))
+    if (!s->split)
+        return pair_scan(g, &s->grid, &g->cur, s->mv, overlaps, r2min);
+    if (split_settle(s))
         return -1;
-    return pair_scan(g, &s->grid, &g->cur, s->mv, overlaps, r2min);
+    int64_t c0, c1, ends = 0;
+    hard_split_cells(s, &s->grid, &c0, &c1);
+    reset_scan_kernel<<<1, 1>>>(g->ctr);
+    CK(cudaGetLastError());
+    unsigned int rflag = 0;
+    *r2min = 3.0e38;
+    /* every rank reduces (one whose scan failed too: the others are waiting for it) */
+    int rc = launch_pair_scan(g, &s->grid, &g->cur, s->mv, c0, c1) || read_scan(g, &ends, r2min, &rflag);
+    if (hard_split_sum(s, &ends, 1) || hard_split_min(s, r2min))
+        rc = -1;
+    *overlaps = ends / 2;
+    return rc ? -1 : 0;
 }
 
 /* The pressure histograms: of every cell, or of a split system's own cells (their neighbours in
