@@ -172,8 +172,8 @@ int carlo_split_dev_regrid(const struct carlo_split *p, const carlo_cell_grid *o
 {
     int64_t h[2];
     carlo_split_cells(p, ng, c0, c1);
-    const int lc = carlo_split_halo_cells(p, ng, h);
-    for (int k = 0; k < 2; k++)
+    const int lc = carlo_split_halo_cells(p, ng, h); /* 0, h unset: one rank, no halos */
+    for (int k = 0; lc && k < 2; k++)
         if (carlo_cells_dev_regrid_range(og, src, ng, dst, lam, h[k], h[k] + lc, flag, stream))
             return -1;
     return carlo_cells_dev_regrid_range(og, src, ng, dst, lam, *c0, *c1, flag, stream);
