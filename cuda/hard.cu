@@ -609,19 +609,15 @@ int read_scan(gpu_impl *g, int64_t *ends, double *r2min, unsigned int *rflag)
     return 0;
 }
 
-/* Overlapping pairs and the smallest squared distance of storage d on grid gr. */
+/* The overlapping pairs of cells [c0, c1) of storage d on grid gr, counted from both ends
+ * (*ends), and their smallest squared distance: one scan, one wait for the device. */
 int pair_scan(gpu_impl *g, const carlo_cell_grid *gr, const carlo_cell_data *d, const hard_moves &mv,
-              int64_t *overlaps, double *r2min)
+              int64_t c0, int64_t c1, int64_t *ends, double *r2min)
 {
     reset_scan_kernel<<<1, 1>>>(g->ctr);
     CK(cudaGetLastError());
-    if (launch_pair_scan(g, gr, d, mv, 0, gr->ncells))
-        return -1;
     unsigned int rflag = 0;
-    if (read_scan(g, overlaps, r2min, &rflag))
-        return -1;
-    *overlaps /= 2;
-    return 0;
+    return launch_pair_scan(g, gr, d, mv, c0, c1) || read_scan(g, ends, r2min, &rflag) ? -1 : 0;
 }
 
 /* Re-grid into the spare storage and scan it there, with a single wait for the device: a cell
@@ -678,22 +674,19 @@ int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
 int gpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
 {
     gpu_impl *g = impl(s);
-    if (!s->split)
-        return pair_scan(g, &s->grid, &g->cur, s->mv, overlaps, r2min);
-    if (split_settle(s))
-        return -1;
-    int64_t c0, c1, ends = 0;
-    hard_split_cells(s, &s->grid, &c0, &c1);
-    reset_scan_kernel<<<1, 1>>>(g->ctr);
-    CK(cudaGetLastError());
-    unsigned int rflag = 0;
+    int64_t c0 = 0, c1 = s->grid.ncells, ends = 0;
+    if (s->split) {
+        if (split_settle(s))
+            return -1;
+        hard_split_cells(s, &s->grid, &c0, &c1);
+    }
     *r2min = 3.0e38;
+    int rc = pair_scan(g, &s->grid, &g->cur, s->mv, c0, c1, &ends, r2min);
     /* every rank reduces (one whose scan failed too: the others are waiting for it) */
-    int rc = launch_pair_scan(g, &s->grid, &g->cur, s->mv, c0, c1) || read_scan(g, &ends, r2min, &rflag);
-    if (hard_split_sum(s, &ends, 1) || hard_split_min(s, r2min))
+    if (s->split && (hard_split_sum(s, &ends, 1) || hard_split_min(s, r2min)))
         rc = -1;
     *overlaps = ends / 2;
-    return rc ? -1 : 0;
+    return rc;
 }
 
 /* The pressure histograms: of every cell, or of a split system's own cells (their neighbours in
