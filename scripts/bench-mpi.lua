@@ -25,6 +25,11 @@
 --   hard_frozen  the hard part with decompose = "frozen" on every number of ranks, one too (each
 --            slab's first and last cell layer sit out a sweep, and the halos cross only after a
 --            shift along y; the moves counted are those tried, none in the frozen layers)
+--   hard_sample  what sampling costs: the hard part's disks (MODE, the second argument: frozen,
+--            exact for decompose = true, or whole, not split: run it without mpirun), then the
+--            milliseconds a sweep of sys:run{} and of sys:sample{ every = 20 } (the pressure
+--            histograms of each sample; psi6 off), 400 sweeps each timed once, the sampling twice;
+--            prints its own line, not a ROW (scripts/bench-mpi does not run it)
 --   shapes   pentagons at phi = 0.676 (HPMC's benchmark state), 2^19 R on R GPUs from a
 --            hexagonal start, whole on one GPU, decompose = true over several (halos staged
 --            through the host); 500 sweeps, then the timing of 20 (trial moves per second)
@@ -140,19 +145,39 @@ elseif part == "kmc" or part == "kmc_split1" or part == "kmc_big" then
     function() return { sys.events, sys.step } end) -- counters only: nothing copied from the device
   -- events and steps a second (a larger lattice's steps hold fewer events a site)
   row(n * copies, rate, (split and "split" or "whole") .. (" %.6g"):format(steps))
-elseif part == "hard" or part == "hard_split1" or part == "hard_npt" or part == "hard_frozen" then
+elseif part == "hard" or part == "hard_split1" or part == "hard_npt" or part == "hard_frozen" or
+       part == "hard_sample" then
   local side = math.tointeger(tonumber(os.getenv("HARD_SIDE") or "1520"))
   assert(side and side >= 8 and side % 2 == 0, "bench-mpi.lua: HARD_SIDE must be even, at least 8 (got " ..
     tostring(os.getenv("HARD_SIDE")) .. ")")
   local nx, ny = side, side * R
   local phi = 0.698
   local a = math.sqrt(math.pi / 4 / phi * 2 / math.sqrt(3)) -- the spacing of hexagonal rows at phi
-  local frozen = part == "hard_frozen"
-  local split = R > 1 or part == "hard_split1" or frozen
+  local mode = part == "hard_sample" and (arg[2] or "frozen") or nil
+  assert(not mode or mode == "frozen" or mode == "exact" or mode == "whole",
+    "bench-mpi.lua hard_sample: MODE must be frozen, exact or whole (got " .. tostring(mode) .. ")")
+  local frozen = part == "hard_frozen" or mode == "frozen"
+  local split = frozen or (mode and mode == "exact") or (not mode and (R > 1 or part == "hard_split1"))
   local sys = carlo.hard_disks{ N = nx * ny, box = { nx * a, ny * a * math.sqrt(3) / 2 }, init = "hex",
                                 seed = 1, device = device, decompose = frozen and "frozen" or split, quiet = true,
                                 pressure = part == "hard_npt" and 9 or nil }
   sys:run{ sweeps = WARM_SWEEPS, quiet = true }
+  if mode then
+    local function once(fn)
+      sys:sync()
+      carlo.mpi.barrier()
+      local t0 = carlo.clock()
+      fn()
+      sys:sync()
+      carlo.mpi.barrier()
+      return (carlo.clock() - t0) / 400 * 1e3
+    end
+    local tr = once(function() sys:run{ sweeps = 400, quiet = true } end)
+    local ts = once(function() sys:sample{ sweeps = 400, every = 20, psi6 = false } end)
+    local ts2 = once(function() sys:sample{ sweeps = 400, every = 20, psi6 = false } end)
+    print(("R=%d %s: run %.3f ms/sweep, sample(every 20) %.3f / %.3f ms/sweep"):format(R, mode, tr, ts, ts2))
+    return
+  end
   local sweeps = 200
   local moves = 0
   local t = timed(function()
@@ -174,6 +199,6 @@ elseif part == "shapes" or part == "shapes_npt" or part == "shapes_frozen" then
   row(n1 * R, rate, frozen and "frozen" or R > 1 and "split" or "whole")
 else
   error("bench-mpi.lua: PART must be weak, strong, split1, lj, kmc, kmc_split1, kmc_big, hard, hard_split1, hard_npt, " ..
-    "hard_frozen, shapes, shapes_npt or shapes_frozen (got " ..
+    "hard_frozen, hard_sample, shapes, shapes_npt or shapes_frozen (got " ..
     tostring(part) .. ")")
 end
