@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utility>
+
 extern "C" {
 #include "core/error.h"
 #include "core/progress.h"
@@ -325,6 +327,8 @@ void gpu_destroy(kmc_system *s)
     s->impl = NULL;
 }
 
+int split_flush(kmc_system *s);
+
 /* Whole lattice (row-major) -> the stored tiles (tile-major, elem bytes a site): all of them, or
  * a split system's slab rows with the halo rows above and below (periodic). */
 void tiles_in(const kmc_system *s, const void *rowmajor, void *tiles, size_t elem)
@@ -365,6 +369,8 @@ void rows_out(const kmc_system *s, const void *tiles, int lr0, int rows, void *o
 int gpu_set_state(kmc_system *s, const int32_t *x, const double *tau, const uint32_t *cnt)
 {
     gpu_impl *g = impl(s);
+    if (split_flush(s)) /* the halo rows of what is not given stay current (every rank calls this) */
+        return -1;
     const int f = (int)s->ctrl.front;
     const size_t N = stored_sites(s);
     if (x) {
@@ -427,15 +433,6 @@ int gpu_get_state(kmc_system *s, int32_t *x, double *tau, uint32_t *cnt)
     return 0;
 }
 
-/* A split system's own rows with the row above and the row below them (kmc_backend). */
-int gpu_slab_states(kmc_system *s, int32_t *x)
-{
-    gpu_impl *g = impl(s);
-    CK(cudaMemcpy(g->host, g->b.x[s->ctrl.front], stored_sites(s) * 4, cudaMemcpyDeviceToHost));
-    rows_out(s, g->host, KMC_TILE - 1, s->tile_rows * KMC_TILE + 2, x, 4);
-    return 0;
-}
-
 /* Own tiles from .. to - 1 of a split system stepped on stream st. */
 int split_launch(kmc_system *s, const kmc_model &md, cudaStream_t st, int from, int to)
 {
@@ -449,9 +446,18 @@ int split_launch(kmc_system *s, const kmc_model &md, cudaStream_t st, int from, 
 
 /* The last accepted step's first and last own tile rows to the neighbours, theirs into the halo
  * tile rows (queued on st). Every rank calls it at the same step: they all decided alike. */
-int split_rows_in(kmc_system *s, cudaStream_t st)
+int split_rows_in(kmc_system *s, cudaStream_t st, bool between = false)
 {
     gpu_impl *g = impl(s);
+    /* halo_unpack_kernel writes buffer 0, which the maps of a batch of steps then name; between
+     * batches every tile is in the front buffer: the halo rows go there */
+    kmc_gpu_buffers b = g->b;
+    if (between && s->ctrl.front) {
+        std::swap(b.x[0], b.x[1]);
+        std::swap(b.tau[0], b.tau[1]);
+        std::swap(b.cnt[0], b.cnt[1]);
+        std::swap(b.tmin[0], b.tmin[1]);
+    }
     const size_t row = kmc_row_bytes(s->geom);
     uint8_t *const send[2] = {g->h_send, g->h_send + row};
     uint8_t *const recv[2] = {g->h_recv, g->h_recv + row}; /* from below, from above */
@@ -462,7 +468,7 @@ int split_rows_in(kmc_system *s, cudaStream_t st)
         return -1;
     CK(cudaMemcpyAsync(g->d_recv, g->h_recv, 2 * row, cudaMemcpyHostToDevice, st));
     halo_unpack_kernel<<<(unsigned)((2 * s->geom.ntc + 7) / 8), 256, 0, st>>>(
-        s->geom, g->b, s->tile_rows, g->d_recv, g->d_recv + row);
+        s->geom, b, s->tile_rows, g->d_recv, g->d_recv + row);
     CK_LAUNCH("halo_unpack_kernel");
     return 0;
 }
@@ -475,7 +481,8 @@ int split_rows_in(kmc_system *s, cudaStream_t st)
  * neighbours' halo rows if this step is accepted). The sums and the edge strips of every rank
  * reach every rank in one gather; each compares every rank's last row's down strips with the
  * next rank's up strips, so all decide the same. s->ctrl is on the device when called and
- * after; an accepted step's rows are sent by the next step or split_flush. */
+ * after; an accepted step's rows are sent by the next step (of this batch or the next) or by
+ * split_flush. */
 int split_step(kmc_system *s, const kmc_model &md)
 {
     typedef unsigned long long u64;
@@ -535,11 +542,24 @@ int split_step(kmc_system *s, const kmc_model &md)
     return 0;
 }
 
-/* The halo rows of the accepted state, where a batch of steps ends (the next one, a gather or a
- * checkpoint reads them). */
+/* The halo rows of the accepted state, before something reads them between batches of steps
+ * (gpu_slab_states). A batch ends without them: the next batch's first step sends them while
+ * its interior runs, as every step does, rather than every rank stopping for an exchange at the
+ * end of each batch; a gather or a checkpoint reads own rows only, and a new state drops them. */
 int split_flush(kmc_system *s)
 {
-    return impl(s)->rows_pending ? split_rows_in(s, cudaStreamPerThread) : 0;
+    return impl(s)->rows_pending ? split_rows_in(s, cudaStreamPerThread, true) : 0;
+}
+
+/* A split system's own rows with the row above and the row below them (kmc_backend). */
+int gpu_slab_states(kmc_system *s, int32_t *x)
+{
+    gpu_impl *g = impl(s);
+    if (split_flush(s))
+        return -1;
+    CK(cudaMemcpy(g->host, g->b.x[s->ctrl.front], stored_sites(s) * 4, cudaMemcpyDeviceToHost));
+    rows_out(s, g->host, KMC_TILE - 1, s->tile_rows * KMC_TILE + 2, x, 4);
+    return 0;
 }
 
 int gpu_advance(kmc_system *s, uint64_t budget)
@@ -568,8 +588,6 @@ int gpu_advance(kmc_system *s, uint64_t budget)
         for (uint64_t k = 0; k < budget && !s->ctrl.done && !carlo_interrupted; k++)
             if (split_step(s, md))
                 return -1;
-        if (split_flush(s))
-            return -1;
     } else {
         for (uint64_t k = 0; k < n; k++) {
             step_kernel<<<step_blocks, (unsigned)(32 * tpb), smem>>>(s->geom, md, s->seed, g->b,
