@@ -157,7 +157,7 @@ elseif part == "hard" or part == "hard_split1" or part == "hard_npt" or part == 
   assert(not mode or mode == "frozen" or mode == "exact" or mode == "whole",
     "bench-mpi.lua hard_sample: MODE must be frozen, exact or whole (got " .. tostring(mode) .. ")")
   local frozen = part == "hard_frozen" or mode == "frozen"
-  local split = frozen or (mode and mode == "exact") or (not mode and (R > 1 or part == "hard_split1"))
+  local split = frozen or mode == "exact" or (not mode and (R > 1 or part == "hard_split1"))
   local sys = carlo.hard_disks{ N = nx * ny, box = { nx * a, ny * a * math.sqrt(3) / 2 }, init = "hex",
                                 seed = 1, device = device, decompose = frozen and "frozen" or split, quiet = true,
                                 pressure = part == "hard_npt" and 9 or nil }
