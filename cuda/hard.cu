@@ -674,12 +674,10 @@ int gpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
 int gpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
 {
     gpu_impl *g = impl(s);
-    int64_t c0 = 0, c1 = s->grid.ncells, ends = 0;
-    if (s->split) {
-        if (split_settle(s))
-            return -1;
-        hard_split_cells(s, &s->grid, &c0, &c1);
-    }
+    int64_t c0, c1, ends = 0;
+    if (split_settle(s))
+        return -1;
+    hard_own_cells(s, &s->grid, &c0, &c1);
     *r2min = 3.0e38;
     int rc = pair_scan(g, &s->grid, &g->cur, s->mv, c0, c1, &ends, r2min);
     /* every rank reduces (one whose scan failed too: the others are waiting for it) */
@@ -697,9 +695,8 @@ int gpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uint64_t *
     gpu_impl *g = impl(s);
     if (split_settle(s))
         return -1;
-    int64_t c0 = 0, c1 = s->grid.ncells;
-    if (s->split)
-        hard_split_cells(s, &s->grid, &c0, &c1);
+    int64_t c0, c1;
+    hard_own_cells(s, &s->grid, &c0, &c1);
     size_t bins = (size_t)sc->gr_bins + (size_t)sc->sdf_bins;
     if (g->hist_len < bins) {
         cudaFree(g->hist);

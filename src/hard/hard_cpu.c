@@ -294,9 +294,8 @@ static int cpu_scale_commit(hard_system *s, const carlo_cell_grid *ng)
 
 static int cpu_pair_check(hard_system *s, int64_t *overlaps, double *r2min)
 {
-    int64_t c0 = 0, c1 = s->grid.ncells;
-    if (s->split)
-        hard_split_cells(s, &s->grid, &c0, &c1);
+    int64_t c0, c1;
+    hard_own_cells(s, &s->grid, &c0, &c1);
     pair_scan(&s->grid, &impl(s)->cur, c0, c1, hard_tilt(s), overlaps, r2min);
     if (s->split && (hard_split_sum(s, overlaps, 1) || hard_split_min(s, r2min)))
         return -1;
@@ -318,9 +317,8 @@ static int cpu_histograms(hard_system *s, const hard_scan *sc, uint64_t *gr, uin
                                    "pressure histograms");
     if (!local)
         return -1;
-    int64_t c0 = 0, c1 = g->ncells;
-    if (s->split)
-        hard_split_cells(s, &s->grid, &c0, &c1);
+    int64_t c0, c1;
+    hard_own_cells(s, g, &c0, &c1);
 #pragma omp parallel if (c1 - c0 > 4096)
     {
         int me = 0;

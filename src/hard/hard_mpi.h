@@ -28,6 +28,14 @@ static inline void hard_split_cells(const hard_system *s, const carlo_cell_grid 
 {
     carlo_split_cells(s->split, g, c0, c1);
 }
+/* The cells a scan of s covers: this rank's own on a split system, else all of grid g. */
+static inline void hard_own_cells(const hard_system *s, const carlo_cell_grid *g, int64_t *c0, int64_t *c1)
+{
+    *c0 = 0;
+    *c1 = g->ncells;
+    if (s->split)
+        carlo_split_cells(s->split, g, c0, c1);
+}
 static inline void hard_split_active(const hard_system *s, int set, int64_t *t0, int64_t *t1)
 {
     carlo_split_active(s->split, &s->grid, set, t0, t1);
