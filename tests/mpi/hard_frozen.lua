@@ -13,11 +13,8 @@
 --   * a checkpoint keeps the frozen edges when loaded; too few layers are refused.
 local carlo = require "carlo"
 local n, me = carlo.mpi.size, carlo.mpi.rank
-local function check(name, cond, why)
-  if me == 0 then
-    print(((cond and "PASS %s" or "FAIL %s: %s")):format("mpi/hard_frozen/" .. name .. "_np" .. n, why))
-  end
-end
+-- every rank makes every check; a check passes when it holds on all of them (rank 0 prints)
+local check = require("check").on_all_ranks("mpi/hard_frozen/", "_np" .. n)
 local fingerprint = require("check").position_fingerprint
 
 local disks = { N = 1024, phi = 0.698, init = "hex", seed = 11, device = "cpu" }
