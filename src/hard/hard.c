@@ -57,12 +57,21 @@ static double part_diagonal(const carlo_cell_grid *g, const carlo_box *b, int th
     return best;
 }
 
-static int plan(carlo_cell_grid *g, const carlo_box *b, double w_pref)
+/* The deepest overlap a compression lets a pair reach on its way (a fraction of sigma): it
+ * plans its cells narrower by as much (plan_narrow), so that a cell of centres at least
+ * 1 - COMPRESS_DEPTH apart still holds at most HARD_NMAX_2D (_3D) of them. */
+#define COMPRESS_DEPTH 0.01
+
+/* A grid of cells for box b: at least 1 wide, at most wmax(dim) * narrow (narrow < 1 for
+ * orthorhombic boxes only). */
+static int plan_narrow(carlo_cell_grid *g, const carlo_box *b, double w_pref, double narrow)
 {
     const int nmax = b->dim == 2 ? HARD_NMAX_2D : HARD_NMAX_3D;
     double wp = w_pref > 0 ? w_pref : (b->dim == 2 ? wmax(2) : HARD_WPREF_3D);
     if (carlo_box_orthorhombic(b))
-        return carlo_cells_plan(g, b, 1.0, wmax(b->dim), wp, nmax, 1);
+        return carlo_cells_plan(g, b, 1.0, wmax(b->dim) * narrow, fmin(wp, wmax(b->dim) * narrow), nmax, 1);
+    if (narrow < 1.0)
+        return -1;
     if (hard_tilt_check(b))
         return -1;
     /* parallelepipeds at least 1 thick between faces whose parts (part_diagonal) are shorter
@@ -85,6 +94,11 @@ static int plan(carlo_cell_grid *g, const carlo_box *b, double w_pref)
                         "centres each: a wider box or smaller tilts are needed", b->L[0], b->L[1],
                         b->dim == 3 ? b->L[2] : 0.0, b->xy, b->dim == 3 ? b->xz : 0.0, b->dim == 3 ? b->yz : 0.0,
                         h[0], h[1], b->dim == 3 ? h[2] : 0.0, nmax);
+}
+
+static int plan(carlo_cell_grid *g, const carlo_box *b, double w_pref)
+{
+    return plan_narrow(g, b, w_pref, 1.0);
 }
 
 int hard_tilt_check(const carlo_box *b)
@@ -425,6 +439,8 @@ static int place_checked(hard_system *s, const double *x)
     return 0;
 }
 
+static int sweep_nvt(hard_system *s);
+
 hard_system *hard_create(const hard_params *p)
 {
     if (p->dim != 2 && p->dim != 3) {
@@ -504,8 +520,13 @@ hard_system *hard_create(const hard_params *p)
         if (!rc && phi0 < phi) {
             hard_compress_opts co = {.phi = phi, .sweeps_between = 1, .quiet = p->quiet};
             rc = hard_compress(s, &co);
-            int done = 0; /* then exactly the box asked for (a scaling by 1 + rounding) */
-            if (!rc && (rc = hard_scale_to(s, &p->box, &done)) == 0 && !done)
+            /* then exactly the box asked for, a scaling by 1 + rounding, which a pair within a
+             * rounding of contact refuses (among millions, some are): a sweep moves it on */
+            int done = 0;
+            for (int tries = 0; !rc && !done && tries < 100; tries++)
+                if ((rc = hard_scale_to(s, &p->box, &done)) == 0 && !done)
+                    rc = sweep_nvt(s);
+            if (!rc && !done)
                 rc = carlo_seterr("the last compression step to the requested box was refused");
         }
     } else {
@@ -634,8 +655,9 @@ int hard_set_volume_moves(hard_system *s, int k)
 }
 
 /* Try the grid ng (every particle scaled along with the box): 1 accepted, 0 refused (an
- * overlap), -1 error. */
-static int try_grid(hard_system *s, const carlo_cell_grid *pg)
+ * overlap, or a cell overflowing), -1 error. With made given (compression only), overlaps are
+ * accepted and counted there. */
+static int try_grid_made(hard_system *s, const carlo_cell_grid *pg, int64_t *made)
 {
     const carlo_cell_grid ng = *pg;
     carlo_box nb = carlo_cells_box(&ng);
@@ -648,8 +670,10 @@ static int try_grid(hard_system *s, const carlo_cell_grid *pg)
     int64_t overlaps = 0;
     if (s->be->scale_trial(s, &ng, lam, &overlaps))
         return hard_fail_dead(s);
-    if (overlaps != 0)
+    if (overlaps < 0 || (overlaps != 0 && !made))
         return 0;
+    if (made)
+        *made = overlaps;
     if (s->be->scale_commit(s, &ng))
         return hard_fail_dead(s);
     s->grid = ng;
@@ -665,6 +689,8 @@ static int try_grid(hard_system *s, const carlo_cell_grid *pg)
     }
     return 1;
 }
+
+static int try_grid(hard_system *s, const carlo_cell_grid *pg) { return try_grid_made(s, pg, NULL); }
 
 /* Try the box nb as the grid planned for it realizes it; 0 also when no grid fits. */
 static int try_scale(hard_system *s, const carlo_box *nb)
@@ -743,6 +769,34 @@ static void compress_line(int active, double phi, double target, double start, u
     fflush(stderr);
 }
 
+/* The box b with every side times lam. */
+static carlo_box scaled_box(const carlo_box *b, double lam)
+{
+    carlo_box nb = *b;
+    for (int a = 0; a < b->dim; a++)
+        nb.L[a] *= lam;
+    return nb;
+}
+
+/* A compression that ends short of its target with pairs still overlapping, or on a narrowed
+ * grid: the box grows just enough that no pair overlaps, on its usual grid, so that the system
+ * left is a valid one. */
+static int compress_settle(hard_system *s)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        int64_t over;
+        double r2min;
+        if (s->be->pair_check(s, &over, &r2min))
+            return hard_fail_dead(s);
+        double lam = (over ? (1.0 + 1e-6) / sqrt(r2min) : 1.0) * (1.0 + 1e-6 * tries);
+        carlo_box nb = scaled_box(&s->box, lam);
+        int ok = try_scale(s, &nb);
+        if (ok)
+            return ok < 0 ? -1 : 0;
+    }
+    return carlo_seterr("compression could not leave a box without overlaps (a bug)");
+}
+
 int hard_compress(hard_system *s, const hard_compress_opts *o)
 {
     HARD_ALIVE(s);
@@ -760,13 +814,23 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
                                 o->phi, lo, hi, wmax(s->dim));
     }
     const int active = !o->quiet && !carlo_quiet && isatty(2);
+    /* past the closest pair only in an orthorhombic box (plan_narrow), and until it stalls */
+    int deep_ok = carlo_box_orthorhombic(&s->box);
+    /* stalled: no shrink over this many sweeps, with overlaps left (caged pairs near jamming:
+     * a large system parts its last overlaps within some tens of sweeps) */
+    const uint64_t stall = 200;
+    uint64_t shrunk = 0; /* the sweep count at the last shrink */
+    /* the shrink a step may take past the closest pair */
+    const double eps = COMPRESS_DEPTH / 4;
     const double start = carlo_now();
     double last = start, mark_phi = phi;
     uint64_t sweeps = 0, mark = 0, between = o->sweeps_between ? o->sweeps_between : 1;
     /* jammed: less than 1e-6 relative gain over the last 5000 shrink attempts */
     const uint64_t window = 5000;
-    int rc = 0;
-    while (phi < o->phi) {
+    enum { RUNNING, DONE, JAMMED, STOPPED, INTERRUPTED } why = RUNNING;
+    int narrow = 0;  /* on a narrowed grid, pairs may overlap */
+    int at_goal = 0; /* the target box reached on a narrowed grid */
+    while (why == RUNNING) {
         for (uint64_t k = 0; k < between; k++) /* NVT sweeps, even in an NPT system */
             if (sweep_nvt(s))
                 return -1;
@@ -775,52 +839,96 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
         double r2min;
         if (s->be->pair_check(s, &over, &r2min))
             return hard_fail_dead(s);
-        if (over)
+        if (over && !narrow)
             return carlo_seterr("compression found %lld overlapping pairs (a bug)", (long long)over);
-        double lam_goal = pow(phi / o->phi, 1.0 / s->dim);
-        /* shrink until the closest pair keeps a tenth of its gap (at least 1e-6, several
-         * quanta): pushing it all the way to contact would leave it there when the next sweep
-         * does not move it, and stall the next shrink (measured: 0.1 needs 30% fewer sweeps
-         * than 0.5 and about as few as 0.02) */
-        double rmin = sqrt(r2min), gap = rmin - 1.0;
-        double lam_min = gap > 2e-6 ? (1.0 + fmax(0.1 * gap, 1e-6)) / rmin : 1.0;
-        double lam = lam_goal > lam_min ? lam_goal : lam_min;
-        if (lam < 1.0) {
-            carlo_box nb = s->box;
-            for (int a = 0; a < s->dim; a++)
-                nb.L[a] *= lam;
-            int ok = try_scale(s, &nb);
+        if (at_goal) { /* the usual grid once no pair overlaps */
+            int ok = over ? 0 : try_scale(s, &s->box);
             if (ok < 0)
                 return -1;
-            phi = hard_phi(s);
-            if (ok && lam == lam_goal) /* the target, as the exact cell widths realize it */
-                break;
-        }
-        compress_line(active, phi, o->phi, start, sweeps, &last);
-        if (sweeps - mark >= window * between) {
-            if (phi < mark_phi * (1.0 + 1e-6)) {
-                rc = carlo_seterr("compression jammed at phi = %.6f below the target %.6f; start from "
-                                  "a lattice (init = \"hex\" or \"fcc\") or aim lower", phi, o->phi);
-                break;
+            why = ok ? DONE : RUNNING;
+            narrow = !ok;
+        } else {
+            double lam_goal = pow(phi / o->phi, 1.0 / s->dim);
+            /* without an overlap: shrink until the closest pair keeps a tenth of its gap (at
+             * least 1e-6, several quanta): pushing it all the way to contact would leave it there
+             * when the next sweep does not move it, and stall the next shrink (measured: 0.1
+             * needs 30% fewer sweeps than 0.5 and about as few as 0.02) */
+            double rmin = sqrt(r2min), gap = rmin - 1.0;
+            double lam_safe = !over && gap > 2e-6 ? (1.0 + fmax(0.1 * gap, 1e-6)) / rmin : 1.0;
+            /* Past it, by up to eps a step as long as no pair comes closer than 1 -
+             * COMPRESS_DEPTH, on cells narrowed by twice that: the sweeps then part the
+             * overlapping pairs (a move is taken only into a place where it overlaps nothing, so
+             * no overlap forms or deepens in a sweep). The closest of N pairs shrinks as N grows,
+             * so the safe shrink alone makes large systems crawl or jam. */
+            double lam_deep = deep_ok ? fmax(1.0 - eps, (1.0 - COMPRESS_DEPTH) / rmin) : 1.0;
+            lam_safe = fmax(lam_safe, lam_goal);
+            lam_deep = fmax(lam_deep, lam_goal);
+            int ok = 0;
+            if (lam_deep < lam_safe) {
+                carlo_box nb = scaled_box(&s->box, lam_deep);
+                carlo_cell_grid ng;
+                int64_t made = 0;
+                if (!plan_narrow(&ng, &nb, s->w_pref, 1.0 - 2.0 * COMPRESS_DEPTH))
+                    ok = try_grid_made(s, &ng, &made);
+                if (ok < 0)
+                    return -1;
+                if (ok) {
+                    narrow = 1;
+                    at_goal = lam_deep == lam_goal;
+                    shrunk = sweeps;
+                }
             }
+            if (!ok && lam_safe < 1.0) {
+                carlo_box nb = scaled_box(&s->box, lam_safe);
+                ok = try_scale(s, &nb);
+                if (ok < 0)
+                    return -1;
+                if (ok) {
+                    narrow = 0;
+                    shrunk = sweeps;
+                    if (lam_safe == lam_goal) /* the target, as the exact cell widths realize it */
+                        why = DONE;
+                }
+            }
+        }
+        if (narrow && over && sweeps - shrunk >= stall * between) {
+            /* the overlaps stay: part them by growing the box, and go on without overlaps
+             * (slower, but a dense packing then still orders its way on) */
+            if (compress_settle(s))
+                return -1;
+            narrow = at_goal = deep_ok = 0;
+        }
+        phi = hard_phi(s);
+        compress_line(active, phi, o->phi, start, sweeps, &last);
+        if (why != RUNNING)
+            break;
+        if (sweeps - mark >= window * between) {
+            if (phi < mark_phi * (1.0 + 1e-6))
+                why = JAMMED;
             mark = sweeps;
             mark_phi = phi;
         }
-        if (o->max_sweeps && sweeps >= o->max_sweeps) {
-            rc = carlo_seterr("compression stopped after %llu sweeps at phi = %.6f (target %.6f)",
-                              (unsigned long long)sweeps, phi, o->phi);
-            break;
-        }
-        if (carlo_interrupted) {
-            rc = carlo_seterr("interrupted");
-            break;
-        }
+        if (o->max_sweeps && sweeps >= o->max_sweeps)
+            why = STOPPED;
+        if (carlo_interrupted)
+            why = INTERRUPTED;
     }
     if (active && carlo_now() - start >= 1.0) {
         fprintf(stderr, "\r\033[K");
         fflush(stderr);
     }
-    return rc;
+    if (why == DONE)
+        return 0;
+    if (narrow && compress_settle(s))
+        return -1;
+    phi = hard_phi(s);
+    if (why == JAMMED)
+        return carlo_seterr("compression jammed at phi = %.6f below the target %.6f; start from a lattice "
+                            "(init = \"hex\" or \"fcc\") or aim lower", phi, o->phi);
+    if (why == STOPPED)
+        return carlo_seterr("compression stopped after %llu sweeps at phi = %.6f (target %.6f)",
+                            (unsigned long long)sweeps, phi, o->phi);
+    return carlo_seterr("interrupted");
 }
 
 /* ---------- tuning ---------- */

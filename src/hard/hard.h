@@ -197,8 +197,10 @@ int hard_insert_test(hard_system *s, uint64_t n, uint64_t *free_points);
 int hard_set_volume_moves(hard_system *s, int k);
 
 /* Compress isotropically to packing fraction phi: sweeps of MC moves, each followed by the
- * largest shrink no pair prevents (MPMC Sec. 4, HOOMD's quick compression). Errors when the
- * packing jams (no progress) or phi is not below close packing. */
+ * largest shrink no pair prevents (MPMC Sec. 4) or, in an orthorhombic box, a shrink that lets
+ * pairs overlap a little, which the next sweeps part (HOOMD's quick compression); it ends with
+ * no overlap. Errors when the packing jams (no progress; the box then grows until no pair
+ * overlaps) or phi is not below close packing. */
 typedef struct hard_compress_opts {
     double phi;
     uint64_t sweeps_between; /* MC sweeps between two shrinks (1) */

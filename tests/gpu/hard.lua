@@ -38,9 +38,14 @@ c:run{ sweeps = 300 }
 g:run{ sweeps = 300 }
 same("gpu/hard/bitwise-disks-nvt", c, g)
 
--- disks from a random start: the compression (overlap scans, re-gridding) is on the device too
+-- disks from a random start: the compression (overlap scans, re-gridding, the overlaps a shrink
+-- past the closest pair leaves parted by the sweeps) is on the device too
 c, g = pair(carlo.hard_disks, { N = 2048, phi = 0.66, seed = 2 })
 same("gpu/hard/bitwise-disks-compressed", c, g)
+do
+  local c3, g3 = pair(carlo.hard_spheres, { N = 4000, phi = 0.45, seed = 4 })
+  same("gpu/hard/bitwise-spheres-compressed", c3, g3)
+end
 c:run{ sweeps = 200 }
 g:run{ sweeps = 200 }
 same("gpu/hard/bitwise-disks-random", c, g)

@@ -29,6 +29,24 @@ check.ok("lua/hard/random-compressed", r:verify() and math.abs(r.phi - 0.68) < 1
 local r3 = spheres{ N = 400, phi = 0.40, seed = 3 }
 check.ok("lua/hard/random-compressed-3d", r3:verify() and math.abs(r3.phi - 0.40) < 1e-6)
 
+-- compression past the closest pair: 4096 disks from phi = 0.45 to 0.698 within 1000 sweeps (it
+-- takes about 260; bounded by the closest pair every shrink, they were at phi = 0.48 after
+-- 1000), with no overlap at the end
+local big = disks{ N = 4096, phi = 0.45, seed = 5 }
+local ok_big, phi_big = pcall(function() return big:compress{ phi = 0.698, max_sweeps = 1000, quiet = true } end)
+check.ok("lua/hard/compress-past-closest-pair", ok_big and math.abs(big.phi - 0.698) < 1e-6 and big:verify()
+  and big.step <= 1000, ("%s, phi %.9f after %d sweeps"):format(tostring(phi_big), big.phi, big.step))
+-- stopped with overlaps on the way (3 sweeps): the box grows until none is left
+local stopped = disks{ N = 1024, phi = 0.6, seed = 5 }
+local ok_st, err_st = pcall(function() return stopped:compress{ phi = 0.8, max_sweeps = 3, quiet = true } end)
+check.ok("lua/hard/compress-stopped-valid", not ok_st and tostring(err_st):find("stopped after 3 sweeps", 1, true)
+  and stopped:verify() and stopped.phi > 0.6 and stopped.phi < 0.8, tostring(err_st))
+-- jammed (64 disks cannot reach phi = 0.89 from a random packing): an error, no overlap left
+local jam = disks{ N = 64, phi = 0.6, seed = 5 }
+local ok_jam, err_jam = pcall(function() return jam:compress{ phi = 0.89, quiet = true } end)
+check.ok("lua/hard/compress-jammed-valid", not ok_jam and tostring(err_jam):find("jammed at phi", 1, true)
+  and jam:verify() and jam.phi > 0.6 and jam.phi < 0.89, tostring(err_jam))
+
 -- errors: impossible input is a Lua error naming the key, never a hang or a crash
 check.raises("lua/hard/err-close-packing", function() disks{ N = 100, phi = 0.91, seed = 1 } end,
   "phi must be")

@@ -4,7 +4,7 @@
 -- move counts and the pressure estimators must be identical; disks at phi = 0.698 with 16
 -- layers (3 ranks do not divide them), spheres at phi = 0.5 with 8 layers (nor here), disks in
 -- NPT (every volume move decided alike on every rank), a compression that takes layers away
--- (the slabs cut again), the tether, two split systems advanced together, and the disks
+-- (the slabs cut again), one from a random start past the closest pair, the tether, two split systems advanced together, and the disks
 -- carried on to 1000 sweeps with no overlap and no particle lost; a grid of fewer layers than
 -- ranks is refused. Rank 0 writes the fingerprints to OUT
 -- (tests/mpi/hard_split.sh compares the files of 1 to 4 ranks) and the disks after 200 sweeps
@@ -77,6 +77,16 @@ check("disks_compress_layers", ca.cells.m[2] < m0 and ca.layers[2] <= ca.cells.m
 ca:run{ sweeps = 50 }
 cb:run{ sweeps = 50 }
 same_chain("disks_compress", ca, cb)
+
+-- compression past the closest pair (overlaps parted by the sweeps, on narrowed cells), from a
+-- random start: the same shrinks on every rank
+local qa, qb = pair(carlo.hard_disks, { N = 1024, phi = 0.45, seed = 9 })
+qa:compress{ phi = 0.7, quiet = true }
+qb:compress{ phi = 0.7, quiet = true }
+check("disks_compress_deep_valid", qa:verify() and math.abs(qa.phi - 0.7) < 1e-6, ("phi %.9f"):format(qa.phi))
+qa:run{ sweeps = 20 }
+qb:run{ sweeps = 20 }
+same_chain("disks_compress_deep", qa, qb)
 
 -- the tether of Einstein crystals: its sites are by tag, the same on every rank
 local ta, tb = pair(carlo.hard_disks, { N = 400, phi = 0.698, init = "hex", seed = 6, lambda = 40 })
