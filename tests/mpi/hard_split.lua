@@ -15,10 +15,8 @@ local carlo = require "carlo"
 local out, load_from = assert(arg[1], "usage: hard_split.lua OUT [CHECKPOINT]"), arg[2]
 local n = carlo.mpi.size
 local lines = {}
-local function check(name, cond, why)
-  print(((cond and "PASS %s" or "FAIL %s: %s")):format("mpi/hard_split/" .. name .. "_np" .. n ..
-    (load_from and "_again" or ""), why))
-end
+-- a check passes when it holds on every rank (check.lua)
+local check = require("check").on_all_ranks("mpi/hard_split/", "_np" .. n .. (load_from and "_again" or ""))
 
 local checks = require "check"
 local fingerprint = checks.position_fingerprint

@@ -11,10 +11,8 @@ local carlo = require "carlo"
 local out, load_from = assert(arg[1], "usage: potts_split.lua OUT [CHECKPOINT]"), arg[2]
 local me, n = carlo.mpi.rank, carlo.mpi.size
 local lines = {}
-local function check(name, cond, why)
-  print(((cond and "PASS %s" or "FAIL %s: %s")):format("mpi/potts_split/" .. name .. "_np" .. n ..
-    (load_from and "_again" or ""), why))
-end
+-- a check passes when it holds on every rank (check.lua)
+local check = require("check").on_all_ranks("mpi/potts_split/", "_np" .. n .. (load_from and "_again" or ""))
 local function lattice(sys, k)
   local rows = {}
   for i, row in ipairs(sys:snapshot(k).state:totable()) do rows[i] = table.concat(row, "") end

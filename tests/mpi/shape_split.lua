@@ -20,10 +20,8 @@ local n = carlo.mpi.size
 local dev = os.getenv("SHAPE_SPLIT_DEVICE") or "cpu"
 local group = dev == "gpu" and "gpu/shape_mpi/" or "mpi/shape_split/"
 local lines = {}
-local function check(name, cond, why)
-  print(((cond and "PASS %s" or "FAIL %s: %s")):format(group .. name .. "_np" .. n ..
-    (load_from and "_again" or ""), why))
-end
+-- a check passes when it holds on every rank (check.lua)
+local check = require("check").on_all_ranks(group, "_np" .. n .. (load_from and "_again" or ""))
 
 -- the exact bits of every position and orientation, by tag
 local function fingerprint(sys)
