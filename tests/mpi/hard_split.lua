@@ -4,13 +4,13 @@
 -- move counts and the pressure estimators must be identical; disks at phi = 0.698 with 16
 -- layers (3 ranks do not divide them), spheres at phi = 0.5 with 8 layers (nor here), disks in
 -- NPT (every volume move decided alike on every rank), a compression that takes layers away
--- (the slabs cut again), one from a random start past the closest pair, the tether, two split systems advanced together, and the disks
--- carried on to 1000 sweeps with no overlap and no particle lost; a grid of fewer layers than
--- ranks is refused. Rank 0 writes the fingerprints to OUT
--- (tests/mpi/hard_split.sh compares the files of 1 to 4 ranks) and the disks after 200 sweeps
--- to OUT.ckpt. With CHECKPOINT, only this: a checkpoint saved on another number of ranks is
--- loaded, split over these ranks, continued 50 sweeps as the whole system would be, and saved
--- again to OUT.ckpt (the .sh chains 4 -> 2 -> 1 ranks).
+-- (the slabs cut again), one from a random start past the closest pair, the tether, two split
+-- systems advanced together, and the disks carried on to 1000 sweeps with no overlap and no
+-- particle lost; a grid of fewer layers than ranks is refused. Rank 0 writes the fingerprints
+-- to OUT (tests/mpi/hard_split.sh compares the files of 1 to 4 ranks) and the disks after 200
+-- sweeps to OUT.ckpt. With CHECKPOINT, only this: a checkpoint saved on another number of ranks
+-- is loaded, split over these ranks, continued 50 sweeps as the whole system would be, and
+-- saved again to OUT.ckpt (the .sh chains 4 -> 2 -> 1 ranks).
 local carlo = require "carlo"
 local out, load_from = assert(arg[1], "usage: hard_split.lua OUT [CHECKPOINT]"), arg[2]
 local n = carlo.mpi.size
