@@ -655,9 +655,8 @@ int hard_set_volume_moves(hard_system *s, int k)
 }
 
 /* Try the grid ng (every particle scaled along with the box): 1 accepted, 0 refused (an
- * overlap, or a cell overflowing), -1 error. With made given (compression only), overlaps are
- * accepted and counted there. */
-static int try_grid_made(hard_system *s, const carlo_cell_grid *pg, int64_t *made)
+ * overlap, unless overlaps_ok (compression only), or a cell overflowing), -1 error. */
+static int try_grid(hard_system *s, const carlo_cell_grid *pg, int overlaps_ok)
 {
     const carlo_cell_grid ng = *pg;
     carlo_box nb = carlo_cells_box(&ng);
@@ -670,10 +669,8 @@ static int try_grid_made(hard_system *s, const carlo_cell_grid *pg, int64_t *mad
     int64_t overlaps = 0;
     if (s->be->scale_trial(s, &ng, lam, &overlaps))
         return hard_fail_dead(s);
-    if (overlaps < 0 || (overlaps != 0 && !made))
+    if (overlaps < 0 || (overlaps != 0 && !overlaps_ok))
         return 0;
-    if (made)
-        *made = overlaps;
     if (s->be->scale_commit(s, &ng))
         return hard_fail_dead(s);
     s->grid = ng;
@@ -690,15 +687,13 @@ static int try_grid_made(hard_system *s, const carlo_cell_grid *pg, int64_t *mad
     return 1;
 }
 
-static int try_grid(hard_system *s, const carlo_cell_grid *pg) { return try_grid_made(s, pg, NULL); }
-
 /* Try the box nb as the grid planned for it realizes it; 0 also when no grid fits. */
 static int try_scale(hard_system *s, const carlo_box *nb)
 {
     carlo_cell_grid ng;
     if (plan(&ng, nb, s->w_pref))
         return 0;
-    return try_grid(s, &ng);
+    return try_grid(s, &ng, 0);
 }
 
 int hard_scale_to(hard_system *s, const carlo_box *target, int *done)
@@ -746,7 +741,7 @@ int hard_volume_move(hard_system *s)
     double Vn = carlo_box_volume(&real);
     if (!hard_volume_accept(s->pressure, s->N, V, Vn, carlo_u01(r.v[2], r.v[3])))
         return 0;
-    int ok = try_grid(s, &ng);
+    int ok = try_grid(s, &ng, 0);
     if (ok < 0)
         return -1;
     s->counts.volume_accepted += (uint64_t)ok;
@@ -867,9 +862,8 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
             if (lam_deep < lam_safe) {
                 carlo_box nb = scaled_box(&s->box, lam_deep);
                 carlo_cell_grid ng;
-                int64_t made = 0;
                 if (!plan_narrow(&ng, &nb, s->w_pref, 1.0 - 2.0 * COMPRESS_DEPTH))
-                    ok = try_grid_made(s, &ng, &made);
+                    ok = try_grid(s, &ng, 1);
                 if (ok < 0)
                     return -1;
                 if (ok) {
