@@ -15,10 +15,9 @@ local carlo = require "carlo"
 local out, load_from = assert(arg[1], "usage: hard_split.lua OUT [CHECKPOINT]"), arg[2]
 local n = carlo.mpi.size
 local lines = {}
--- a check passes when it holds on every rank (check.lua)
-local check = require("check").on_all_ranks("mpi/hard_split/", "_np" .. n .. (load_from and "_again" or ""))
-
 local checks = require "check"
+-- a check passes when it holds on every rank
+local check = checks.on_all_ranks("mpi/hard_split/", "_np" .. n .. (load_from and "_again" or ""))
 local fingerprint = checks.position_fingerprint
 
 local function pair(make, args)

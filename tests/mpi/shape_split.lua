@@ -20,8 +20,9 @@ local n = carlo.mpi.size
 local dev = os.getenv("SHAPE_SPLIT_DEVICE") or "cpu"
 local group = dev == "gpu" and "gpu/shape_mpi/" or "mpi/shape_split/"
 local lines = {}
--- a check passes when it holds on every rank (check.lua)
-local check = require("check").on_all_ranks(group, "_np" .. n .. (load_from and "_again" or ""))
+local checks = require "check"
+-- a check passes when it holds on every rank
+local check = checks.on_all_ranks(group, "_np" .. n .. (load_from and "_again" or ""))
 
 -- the exact bits of every position and orientation, by tag
 local function fingerprint(sys)
@@ -58,7 +59,6 @@ local function same_chain(name, a, b, opt)
   lines[#lines + 1] = ("%s %s step %d P %.17g accepted %d"):format(name, fa, a.step, oa.P, oa.accepted)
 end
 
-local checks = require "check"
 local pent = carlo.shapes.pentagon
 local pentagons = { vertices = pent.vertices, N = 400, phi = 0.6, init = "hex", seed = 3 }
 
