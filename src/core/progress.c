@@ -124,3 +124,29 @@ void carlo_progress_end(carlo_progress *p)
     }
     p->printed = 0;
 }
+
+int carlo_compress_active(int quiet)
+{
+    return !quiet && !carlo_quiet && isatty(2);
+}
+
+void carlo_compress_line(int active, double phi, double target, double start, uint64_t sweeps, double *last)
+{
+    if (!active)
+        return;
+    double now = carlo_now();
+    if (now - *last < 0.25 || now - start < 1.0)
+        return;
+    *last = now;
+    fprintf(stderr, "\rcompressing: phi = %.6f -> %.6f, %llu sweeps, %.0f s \033[K", phi, target,
+            (unsigned long long)sweeps, now - start);
+    fflush(stderr);
+}
+
+void carlo_compress_line_end(int active, double start)
+{
+    if (active && carlo_now() - start >= 1.0) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+    }
+}

@@ -42,6 +42,13 @@ void carlo_progress_start(carlo_progress *p, const char *label, const char *unit
 void carlo_progress_update(carlo_progress *p, double done);
 void carlo_progress_end(carlo_progress *p);
 
+/* A compression's line on a terminal ("compressing: phi = 0.512345 -> 0.600000, 900 sweeps,
+ * 3 s"), from its second second on, at most four a second; _end clears it. active: not quiet
+ * and stderr a terminal (carlo_compress_active); start and *last: carlo_now() at its start. */
+int carlo_compress_active(int quiet);
+void carlo_compress_line(int active, double phi, double target, double start, uint64_t sweeps, double *last);
+void carlo_compress_line_end(int active, double start);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/progress.h"
@@ -751,20 +750,6 @@ int hard_volume_move(hard_system *s)
 
 /* ---------- compression ---------- */
 
-static void compress_line(int active, double phi, double target, double start, uint64_t sweeps,
-                          double *last)
-{
-    if (!active)
-        return;
-    double now = carlo_now();
-    if (now - *last < 0.25 || now - start < 1.0)
-        return;
-    *last = now;
-    fprintf(stderr, "\rcompressing: phi = %.6f -> %.6f, %llu sweeps, %.0f s \033[K", phi, target,
-            (unsigned long long)sweeps, now - start);
-    fflush(stderr);
-}
-
 /* The box b with every side times lam. */
 static carlo_box scaled_box(const carlo_box *b, double lam)
 {
@@ -809,7 +794,7 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
                                 "have no cell grid (cells of width in [1, %.6g), an even number)",
                                 o->phi, lo, hi, wmax(s->dim));
     }
-    const int active = !o->quiet && !carlo_quiet && isatty(2);
+    const int active = carlo_compress_active(o->quiet);
     /* past the closest pair only in an orthorhombic box (plan_narrow), and until it stalls */
     int deep_ok = carlo_box_orthorhombic(&s->box);
     /* stalled: no shrink over this many sweeps, with overlaps left (caged pairs near jamming:
@@ -894,7 +879,7 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
             narrow = at_goal = deep_ok = 0;
         }
         phi = hard_phi(s);
-        compress_line(active, phi, o->phi, start, sweeps, &last);
+        carlo_compress_line(active, phi, o->phi, start, sweeps, &last);
         if (why != RUNNING)
             break;
         if (sweeps - mark >= window * between) {
@@ -908,10 +893,7 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
         if (carlo_interrupted)
             why = INTERRUPTED;
     }
-    if (active && carlo_now() - start >= 1.0) {
-        fprintf(stderr, "\r\033[K");
-        fflush(stderr);
-    }
+    carlo_compress_line_end(active, start);
     if (why == DONE)
         return 0;
     if (narrow && compress_settle(s))
