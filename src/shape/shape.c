@@ -24,12 +24,16 @@
 /* Cells at least one circumdiameter wide (active cells of one set never interact), holding at
  * most the number of centres that fit: the smaller of two bounds, boxes whose diagonal is below
  * the indiameter (two centres in one box would overlap) and the volume of the cell grown by R
- * on every side over the particle volume. */
-int shape_plan_grid(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1)
+ * on every side over the particle volume. With spread < 1 (orthorhombic boxes only) the bound
+ * is that of cells 1 / spread times wider: it holds for centres that overlap nothing once their
+ * separations are scaled by 1 / spread (a compression's overlapping pairs, shape_npt.c). */
+int shape_plan_grid_spread(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1, double spread)
 {
     const double w_min = 2.0 * s->R * (1.0 + 1e-6);
     const int naux = shape_naux(b->dim);
     if (!carlo_box_orthorhombic(b)) {
+        if (spread != 1.0)
+            return -1;
         /* parallelepipeds at least w_min thick between faces; at most the centres whose shapes
          * fit the cell pushed out by R across every face (heights hc + 2 R) */
         if (carlo_cells_plan_skew(g, b, w_min, INFINITY, w_min, 1, naux))
@@ -48,13 +52,19 @@ int shape_plan_grid(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, 
         return -1;
     double by_boxes = 1, by_volume = 1;
     for (int a = 0; a < b->dim; a++) {
-        by_boxes *= floor(g->width[a] * sqrt((double)b->dim) / (2.0 * s->r_in)) + 1;
-        by_volume *= g->width[a] + 2.0 * s->R;
+        const double w = g->width[a] / spread;
+        by_boxes *= floor(w * sqrt((double)b->dim) / (2.0 * s->r_in)) + 1;
+        by_volume *= w + 2.0 * s->R;
     }
     by_volume = floor(by_volume / v1);
     double n = fmin(by_boxes, by_volume);
     int nmax = n > CARLO_CELL_NMAX_LIMIT ? CARLO_CELL_NMAX_LIMIT : (int)(n < 1 ? 1 : n);
     return carlo_cells_plan(g, b, w_min, INFINITY, w_min, nmax, naux);
+}
+
+int shape_plan_grid(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1)
+{
+    return shape_plan_grid_spread(g, b, s, v1, 1.0);
 }
 
 /* The box of record: the grid's sides (exact multiples of the cell widths) with the tilts of
@@ -286,8 +296,8 @@ static int refuse(int64_t count, const int64_t *pairs, const char *how)
 
 /* Positions (box coordinates) and orientations into the system: the cells, or the serial
  * reference's arrays; refused when a pair overlaps (as the kernels see it: the float cell
- * coordinates). */
-int shape_place(shape_system *s, const double *x, const uint32_t *ori)
+ * coordinates) unless overlaps_ok (a compression on cells planned for its overlaps). */
+static int place(shape_system *s, const double *x, const uint32_t *ori, int overlaps_ok)
 {
     int64_t N = s->N, count = 0, pairs[10];
     const int naux = s->grid.naux, dim = s->dim;
@@ -301,7 +311,7 @@ int shape_place(shape_system *s, const double *x, const uint32_t *ori)
             r[3 * k + a] = a < dim ? x[3 * k + a] : 0.0;
         wrap_box(&s->box, dim, r + 3 * k);
     }
-    if (shape_overlaps_of(&s->shape, &s->box, N, r, ori, &count, pairs, 5))
+    if (!overlaps_ok && shape_overlaps_of(&s->shape, &s->box, N, r, ori, &count, pairs, 5))
         goto out;
     if (count) {
         refuse(count, pairs, "");
@@ -329,7 +339,9 @@ int shape_place(shape_system *s, const double *x, const uint32_t *ori)
     if (carlo_cells_fill(&s->grid, &s->cur, N, r, aux) || shape_push(s))
         goto out;
     s->origin[0] = s->origin[1] = s->origin[2] = 0;
-    if (shape_state(s, r, NULL) == 0) { /* the float frames, as the kernels see them */
+    if (overlaps_ok)
+        rc = 0;
+    else if (shape_state(s, r, NULL) == 0) { /* the float frames, as the kernels see them */
         int64_t c2 = 0;
         free(aux);
         aux = carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations");
@@ -342,6 +354,16 @@ out:
     free(r);
     free(aux);
     return rc;
+}
+
+int shape_place(shape_system *s, const double *x, const uint32_t *ori)
+{
+    return place(s, x, ori, 0);
+}
+
+int shape_place_overlapping(shape_system *s, const double *x, const uint32_t *ori)
+{
+    return place(s, x, ori, 1);
 }
 
 /* A uniformly random orientation. */
@@ -777,30 +799,46 @@ int shape_orient_words(int dim, const double in[4], uint32_t o[4])
 int shape_overlaps_of(const shape_def *sh, const carlo_box *b, int64_t N, const double *x,
                       const uint32_t *ori, int64_t *count, int64_t *pairs, int64_t max)
 {
+    /* every particle listed first, then each pair seen from its later particle (j < k: the
+     * pairs in the order of inserting and checking one particle after another), the
+     * particles in parallel */
     shape_plain pl;
     if (shape_plain_init(&pl, b, N, 2.0 * sh->R, x))
         return -1;
-    *count = 0;
-    for (int64_t k = 0; k < N; k++) {
-        if ((k & 1023) == 0 && carlo_interrupted) {
-            shape_plain_free(&pl);
-            return carlo_seterr("interrupted");
-        }
-        int64_t hits[8];
-        int64_t n = shape_plain_list(&pl, sh, x + 3 * k, ori + 4 * k, ori, k, hits, 8);
-        for (int64_t h = 0; h < n && h < 8; h++) { /* each pair once: j listed before k */
-            if (*count < max) {
-                pairs[2 * *count] = k;
-                pairs[2 * *count + 1] = hits[h];
-            }
-            (*count)++;
-        }
-        if (n > 8)
-            *count += n - 8;
-        shape_plain_insert(&pl, k);
+    int64_t *n = carlo_malloc(carlo_mulsize((size_t)(N > 0 ? N : 1), sizeof(int64_t)), "overlap counts");
+    if (!n) {
+        shape_plain_free(&pl);
+        return -1;
     }
+    for (int64_t k = 0; k < N; k++)
+        shape_plain_insert(&pl, k);
+    int64_t total = 0;
+    int stop = 0;
+#pragma omp parallel for schedule(dynamic, 1024) reduction(+ : total) reduction(| : stop) if (N > 4096)
+    for (int64_t k = 0; k < N; k++) {
+        n[k] = 0;
+        if ((k & 1023) == 0 && carlo_interrupted)
+            stop = 1;
+        if (stop)
+            continue;
+        n[k] = shape_plain_list(&pl, sh, x + 3 * k, ori + 4 * k, ori, k, NULL, 0, k);
+        total += n[k];
+    }
+    *count = total;
+    int64_t got = 0;
+    for (int64_t k = 0; !stop && k < N && got < max; k++) {
+        int64_t hits[64];
+        if (n[k] == 0)
+            continue;
+        int64_t m = shape_plain_list(&pl, sh, x + 3 * k, ori + 4 * k, ori, k, hits, 64, k);
+        for (int64_t h = 0; h < m && h < 64 && got < max; h++, got++) {
+            pairs[2 * got] = k;
+            pairs[2 * got + 1] = hits[h];
+        }
+    }
+    free(n);
     shape_plain_free(&pl);
-    return 0;
+    return stop ? carlo_seterr("interrupted") : 0;
 }
 
 int shape_verify(shape_system *s)

@@ -213,9 +213,13 @@ int shape_overlaps_of(const shape_def *sh, const carlo_box *b, int64_t N, const 
 int shape_verify(shape_system *s);
 
 /* Compress isotropically to packing fraction phi: sweeps_between sweeps, then the box and every
- * centre scaled by the largest shrink (at most 5%, adapted) that creates no overlap; errors when
- * it jams or max_sweeps (0: no limit) pass. delta is capped at the new cell width. */
-int shape_compress(shape_system *s, double phi, uint64_t sweeps_between, uint64_t max_sweeps);
+ * centre scaled by the largest shrink (at most 5%, adapted) that creates no overlap, or, in an
+ * orthorhombic box, past the closest pair by up to 0.25% while no pair overlaps deeper than 1%
+ * of its separation (on cells planned for that; the sweeps part the overlaps, and the target is
+ * left without any). Errors when it jams or max_sweeps (0: no limit) pass, or on Ctrl-C, the box
+ * then grown until no pair overlaps. delta is capped at the new cell width. quiet: no progress
+ * line. */
+int shape_compress(shape_system *s, double phi, uint64_t sweeps_between, uint64_t max_sweeps, int quiet);
 
 /* Tune delta and rotate towards a target acceptance over rounds of sweeps (equilibration only). */
 int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, double *acc_t,
@@ -283,12 +287,16 @@ int shape_checkpoint(shape_system *s, carlo_frame *f);
 shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device);
 
 /* Inside the model's own files (shape.c, shape_npt.c): the cell grid planned for box b (cells
- * at least a circumdiameter wide, a bound on the centres a cell holds), the box of record from a
- * grid, a backend failure that marks the system dead (returns -1), and positions with
- * orientations placed into the cells (refused when a pair overlaps). */
+ * at least a circumdiameter wide, a bound on the centres a cell holds; _spread: the bound for
+ * centres that overlap nothing once their separations are scaled by 1 / spread, orthorhombic
+ * boxes only), the box of record from a grid, a backend failure that marks the system dead
+ * (returns -1), and positions with orientations placed into the cells (refused when a pair
+ * overlaps; _overlapping: not checked, for a compression on cells planned for its overlaps). */
 int shape_plan_grid(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1);
+int shape_plan_grid_spread(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1, double spread);
 void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const carlo_box *b);
 int shape_gpu_failed(shape_system *s);
 int shape_place(shape_system *s, const double *x, const uint32_t *ori);
+int shape_place_overlapping(shape_system *s, const double *x, const uint32_t *ori);
 
 #endif

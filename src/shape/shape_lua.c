@@ -507,10 +507,10 @@ static int l_tune(lua_State *L)
     return 1;
 }
 
-/* sys:compress{ phi =, sweeps_between = 1, max_sweeps = 0 } -> phi */
+/* sys:compress{ phi =, sweeps_between = 1, max_sweeps = 0, quiet = false } -> phi */
 static int l_compress(lua_State *L)
 {
-    static const char *const keys[] = {"phi", "sweeps_between", "max_sweeps", NULL};
+    static const char *const keys[] = {"phi", "sweeps_between", "max_sweeps", "quiet", NULL};
     const char *where = "shape:compress";
     shape_system *s = check(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -518,7 +518,8 @@ static int l_compress(lua_State *L)
     double phi = carlo_arg_num(L, 2, where, "phi", 1, 0, 0, 0, 1, 0);
     uint64_t between = (uint64_t)carlo_arg_int(L, 2, where, "sweeps_between", 0, 1, 1, 1 << 20);
     uint64_t max = (uint64_t)carlo_arg_int(L, 2, where, "max_sweeps", 0, 0, 0, (int64_t)1 << 47);
-    if (shape_compress(s, phi, between, max))
+    int quiet = carlo_arg_bool(L, 2, where, "quiet", 0);
+    if (shape_compress(s, phi, between, max, quiet))
         return carlo_raise(L, where);
     lua_pushnumber(L, (double)s->N * s->volume1 / carlo_box_volume(&s->box));
     return 1;

@@ -49,13 +49,7 @@ static int set_grid(shape_system *s, const carlo_cell_grid *pg, const carlo_box 
     return 0;
 }
 
-static int set_box(shape_system *s, const carlo_box *nb)
-{
-    carlo_cell_grid g;
-    if (shape_plan_grid(&g, nb, &s->shape, s->volume1))
-        return -1;
-    return set_grid(s, &g, nb);
-}
+static double retune(double size, double acc, double target, double lo, double hi);
 
 /* ---------- NPT ---------- */
 
@@ -94,6 +88,28 @@ static void carry(const carlo_box *ob, const carlo_box *nb, int dim, int64_t N, 
     }
 }
 
+/* The configuration y, o placed into box nb on grid g (checked for overlaps unless
+ * overlaps_ok); refused (1) when a pair overlaps (in floats), the system then placed back from
+ * xb into its grid and box before (unchecked when back_ok). 0 placed, -1 error. Ctrl-C is held
+ * back meanwhile: a placement broken off would leave the cells empty. */
+static int put(shape_system *s, const carlo_cell_grid *g, const carlo_box *nb, const double *y, const uint32_t *o,
+               int overlaps_ok, const double *xb, int back_ok)
+{
+    const sig_atomic_t was = carlo_interrupted;
+    carlo_interrupted = 0;
+    const carlo_cell_grid og = s->grid;
+    const carlo_box ob = s->box;
+    int r = 0;
+    if (set_grid(s, g, nb) || (overlaps_ok ? shape_place_overlapping(s, y, o) : shape_place(s, y, o))) {
+        r = 1;
+        if (s->dead || set_grid(s, &og, &ob) || (back_ok ? shape_place_overlapping(s, xb, o) : shape_place(s, xb, o)))
+            r = -1;
+    }
+    carlo_interrupted = carlo_interrupted || was;
+    return r;
+}
+
+
 /* The configuration carried into box nb (proposed: its sides those of grid g) and described in
  * box rb (nb itself, or its lattice reduction: the same lattice, so the same configuration),
  * the overlap check of the carried centres, and on success the cells re-gridded (grid g for rb)
@@ -115,13 +131,10 @@ static int realize_box(shape_system *s, const carlo_cell_grid *g, const carlo_bo
         carry(&s->box, nb, s->dim, N, x, y);
         rc = shape_overlaps_of(&s->shape, rb, N, y, o, &count, pairs, 1);
     }
-    if (rc == 0 && count == 0) {
-        const carlo_cell_grid old = s->grid;
-        const carlo_box ob = s->box;
-        if (set_grid(s, g, rb) == 0 && shape_place(s, y, o) == 0)
-            *done = 1;
-        else if (set_grid(s, &old, &ob) || shape_place(s, x, o)) /* refused in single precision: back */
-            rc = -1;
+    if (rc == 0 && count == 0) { /* refused in single precision: back */
+        const int r = put(s, g, rb, y, o, 0, x, 0);
+        *done = r == 0;
+        rc = r < 0 ? -1 : 0;
     }
     free(x);
     free(y);
@@ -345,7 +358,66 @@ int shape_set_box_moves(shape_system *s, int mode)
     return 0;
 }
 
-int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_sweeps)
+/* The deepest overlap a compression lets a pair reach on its way, as a fraction of the pair's
+ * centre separation: every pair overlaps nothing once the separations are scaled by
+ * 1 / (1 - COMPRESS_DEPTH), so cells planned for that spread (shape_plan_grid_spread) still
+ * bound their counts. A step past the closest pair shrinks the sides by at most
+ * COMPRESS_DEPTH / 4, and is taken when the pairs then keep a tenth of that depth in hand
+ * (the float cells round the centres by far less). */
+#define COMPRESS_DEPTH 0.01
+
+/* Centres x scaled by lam into y, and the overlapping pairs of y in the box scaled by lam. */
+static int overlaps_scaled(shape_system *s, const double *x, const uint32_t *o, double lam, double *y,
+                           int64_t *count)
+{
+    carlo_box nb = s->box;
+    for (int a = 0; a < s->dim; a++)
+        nb.L[a] *= lam;
+    for (int64_t k = 0; k < 3 * s->N; k++)
+        y[k] = x[k] * lam;
+    int64_t pairs[2];
+    return shape_overlaps_of(&s->shape, &nb, s->N, y, o, count, pairs, 1);
+}
+
+/* A compression left with overlapping pairs: the box grown by the least factor (bisected, at
+ * most 1 / (1 - COMPRESS_DEPTH)) at which none overlaps, on its usual grid. Ctrl-C is held
+ * back meanwhile, so that an interrupted compression still leaves a valid system. */
+static int compress_settle(shape_system *s, double *x, double *y, uint32_t *o)
+{
+    const sig_atomic_t was = carlo_interrupted;
+    carlo_interrupted = 0;
+    int rc = shape_state(s, x, o);
+    double lo = 1.0, hi = 1.0 / (1.0 - COMPRESS_DEPTH);
+    int64_t count = 0;
+    if (rc == 0)
+        rc = overlaps_scaled(s, x, o, 1.0, y, &count);
+    if (rc == 0 && count == 0)
+        hi = 1.0;
+    for (int k = 0; rc == 0 && hi > 1.0 && k < 24; k++) {
+        const double mid = 0.5 * (lo + hi);
+        rc = overlaps_scaled(s, x, o, mid, y, &count);
+        *(count ? &lo : &hi) = mid;
+    }
+    int r = 1;
+    for (int tries = 0; rc == 0 && r == 1 && tries < 8; tries++) {
+        const double lam = hi * (1.0 + 1e-6 * (double)((1 << tries) - 1));
+        carlo_box nb = s->box;
+        for (int a = 0; a < s->dim; a++)
+            nb.L[a] *= lam;
+        carlo_cell_grid g;
+        rc = overlaps_scaled(s, x, o, lam, y, &count);
+        if (rc == 0 && (shape_plan_grid(&g, &nb, &s->shape, s->volume1) || count))
+            rc = carlo_seterr("compression could not leave a box without overlaps (a bug)");
+        if (rc == 0 && (r = put(s, &g, &nb, y, o, 0, x, 1)) < 0)
+            rc = -1;
+    }
+    if (rc == 0 && r)
+        rc = carlo_seterr("compression could not leave a box without overlaps (a bug)");
+    carlo_interrupted = carlo_interrupted || was;
+    return rc;
+}
+
+int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_sweeps, int quiet)
 {
     if (!(phi > 0) || !(phi < 1) || between < 1)
         return carlo_seterr("compress needs phi in (0, 1) and sweeps_between >= 1 (got %g, %llu)", phi,
@@ -354,50 +426,156 @@ int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_s
     double *x = carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions");
     double *y = x ? carlo_malloc(carlo_mulsize((size_t)N, 3 * sizeof(double)), "positions") : NULL;
     uint32_t *o = y ? carlo_malloc(carlo_mulsize((size_t)N, 4 * sizeof(uint32_t)), "orientations") : NULL;
-    double step = 0.01;
-    uint64_t done = 0;
-    int rc = o ? 0 : -1;
-    while (rc == 0) {
+    if (!o) {
+        free(x);
+        free(y);
+        return -1;
+    }
+    /* The shrink that leaves no overlap: at most step (adapted). Past it, in an orthorhombic
+     * box and until it stalls: by up to eps a step while every pair keeps within COMPRESS_DEPTH of parting, on
+     * cells planned for that; the sweeps part the overlapping pairs (a move is taken only into
+     * a place where it overlaps nothing, so no overlap forms or deepens in a sweep). The
+     * closest of N pairs comes closer as N grows, so the shrink without overlaps alone makes
+     * large systems crawl. */
+    const double eps = COMPRESS_DEPTH / 4, spread = 1.0 - COMPRESS_DEPTH;
+    int deep_ok = carlo_box_orthorhombic(&s->box);
+    int narrow = 0; /* on cells planned for overlaps: pairs may overlap */
+    /* Rounds counted in moves a particle (per: sweeps for one): a sweep tries moves_per_cell
+     * moves in each cell, which for shapes of a long reach (cells of many particles) is far
+     * below one a particle. Stalled: no shrink over `stall` such rounds on narrowed cells
+     * (caged pairs); jammed: less than 1e-6 relative gain over `window`, or, without the steps
+     * past the closest pair, no shrink while the step halved to 1e-9. */
+    const uint64_t stall = 200, window = 1000;
+    double step = 0.01, mark_phi = 0.0;
+    uint64_t done = 0, shrunk = 0, mark = 0;
+    const int active = carlo_compress_active(quiet);
+    const double start = carlo_now();
+    double last = start;
+    enum { RUNNING, DONE, JAMMED, STOPPED, INTERRUPTED, FAILED } why = RUNNING;
+    uint64_t c0[4];
+    if (shape_counts(s, c0))
+        why = FAILED;
+    while (why == RUNNING) {
         const double now = (double)N * s->volume1 / carlo_box_volume(&s->box);
-        if (now >= phi * (1 - 1e-6))
+        carlo_compress_line(active, now, phi, start, done, &last);
+        const int there = now >= phi * (1 - 1e-6);
+        if (there && !narrow) {
+            why = DONE;
             break;
+        }
         if (carlo_interrupted) {
-            rc = carlo_seterr("interrupted");
+            why = INTERRUPTED;
             break;
         }
         if (max_sweeps && done >= max_sweeps) {
-            rc = carlo_seterr("compress: phi = %.6f after %llu sweeps, not yet %.6f (give more max_sweeps)",
-                              now, (unsigned long long)done, phi);
+            why = STOPPED;
             break;
         }
-        if (carlo_advance(&s->sys, between) || shape_state(s, x, o)) {
-            rc = -1;
+        uint64_t c1[4];
+        if (carlo_advance(&s->sys, between) || shape_state(s, x, o) || shape_counts(s, c1)) {
+            why = carlo_interrupted ? INTERRUPTED : FAILED;
             break;
         }
         done += between;
-        const double lam = fmax(pow(now / phi, 1.0 / s->dim), 1.0 - step);
-        carlo_box nb = s->box, old = s->box;
-        for (int a = 0; a < s->dim; a++)
-            nb.L[a] = s->box.L[a] * lam;
-        for (int64_t k = 0; k < 3 * N; k++)
-            y[k] = x[k] * lam;
-        int64_t count = 0, pairs[2];
-        if (shape_overlaps_of(&s->shape, &nb, N, y, o, &count, pairs, 1)) {
-            rc = -1;
+        /* the move sizes follow the density: retuned towards an acceptance of 0.3 once the
+         * particles have tried a move each (overlapping pairs part by moves that are taken) */
+        if ((c1[0] - c0[0]) + (c1[2] - c0[2]) >= (uint64_t)N) {
+            double wmin = s->grid.width[0], d = s->mv.delta, rot = s->mv.rotate;
+            for (int a = 1; a < s->dim; a++)
+                wmin = fmin(wmin, s->grid.width[a]);
+            if (c1[0] > c0[0])
+                d = retune(d, (double)(c1[1] - c0[1]) / (double)(c1[0] - c0[0]), 0.3, 1e-6, wmin);
+            if (c1[2] > c0[2])
+                rot = retune(rot, (double)(c1[3] - c0[3]) / (double)(c1[2] - c0[2]), 0.3, 1e-6, SHAPE_ROTATE_MAX);
+            if (shape_set_moves(s, d, rot)) {
+                why = FAILED;
+                break;
+            }
+            memcpy(c0, c1, sizeof c0);
+        }
+        const double lam_goal = there ? 1.0 : pow(now / phi, 1.0 / s->dim);
+        const carlo_box ob = s->box;
+        int64_t count = 0;
+        int r = 1; /* 0 once a shrink (or at the goal, the usual cells) is taken */
+        /* without overlaps after it; on narrowed cells only at the goal, as the way back to the
+         * usual cells (before it, the steps past the closest pair go on) */
+        const double lam = fmax(lam_goal, 1.0 - step);
+        if ((!narrow || there) && overlaps_scaled(s, x, o, lam, y, &count)) {
+            why = carlo_interrupted ? INTERRUPTED : FAILED;
             break;
         }
-        if (count == 0 && set_box(s, &nb) == 0 && shape_place(s, y, o) == 0) {
+        if ((!narrow || there) && count == 0) {
+            carlo_box nb = ob;
+            for (int a = 0; a < s->dim; a++)
+                nb.L[a] *= lam;
+            carlo_cell_grid g;
+            r = shape_plan_grid(&g, &nb, &s->shape, s->volume1) ? 1 : put(s, &g, &nb, y, o, 0, x, narrow);
+        }
+        if (r == 0) {
             step = fmin(1.5 * step, 0.05);
-            continue;
+            narrow = 0;
+        } else if (!narrow && lam < 1.0)
+            step = fmax(0.5 * step, deep_ok ? eps : 0.0);
+        /* past the closest pair */
+        const double lam_deep = fmax(lam_goal, 1.0 - eps);
+        if (r == 1 && deep_ok && lam_deep < 1.0) {
+            if (overlaps_scaled(s, x, o, lam_deep / (1.0 - 0.9 * COMPRESS_DEPTH), y, &count)) {
+                why = carlo_interrupted ? INTERRUPTED : FAILED;
+                break;
+            }
+            carlo_box nb = ob;
+            for (int a = 0; a < s->dim; a++)
+                nb.L[a] *= lam_deep;
+            carlo_cell_grid g;
+            if (shape_plan_grid_spread(&g, &nb, &s->shape, s->volume1, spread))
+                deep_ok = 0; /* no grid for it: the shrinks without overlaps only */
+            else if (count == 0) {
+                for (int64_t k = 0; k < 3 * N; k++)
+                    y[k] = x[k] * lam_deep;
+                r = put(s, &g, &nb, y, o, 1, x, narrow);
+                if (r == 0)
+                    narrow = 1;
+            }
         }
-        if (count == 0 && (set_box(s, &old) || shape_place(s, x, o))) { /* refused in floats: back */
-            rc = -1;
+        if (r < 0) {
+            why = FAILED;
             break;
         }
-        step *= 0.5;
-        if (step < 1e-9)
-            rc = carlo_seterr("compress: jammed at phi = %.6f (target %.6f)", now, phi);
+        if (r == 0)
+            shrunk = done;
+        const double per = fmax(1.0, (double)N / ((double)s->mv.moves * (double)s->grid.ncells));
+        if (narrow && (double)(done - shrunk) >= (double)stall * (double)between * per) {
+            /* the overlaps stay: part them by growing the box (by less than 1%), and go on
+             * without overlaps (slower, but a dense packing then still orders its way on) */
+            if (compress_settle(s, x, y, o)) {
+                why = FAILED;
+                break;
+            }
+            narrow = deep_ok = 0;
+            step = 0.01;
+        }
+        if ((double)(done - mark) >= (double)window * (double)between * per) {
+            const double phi_now = (double)N * s->volume1 / carlo_box_volume(&s->box);
+            if (phi_now < mark_phi * (1.0 + 1e-6))
+                why = JAMMED;
+            mark = done;
+            mark_phi = phi_now;
+        }
+        if (!deep_ok && step < 1e-9)
+            why = JAMMED;
     }
+    carlo_compress_line_end(active, start);
+    int rc = why == DONE ? 0 : -1;
+    if (why != DONE && why != FAILED && narrow && compress_settle(s, x, y, o))
+        why = FAILED;
+    const double now = (double)N * s->volume1 / carlo_box_volume(&s->box);
+    if (why == JAMMED)
+        carlo_seterr("compress: jammed at phi = %.6f (target %.6f)", now, phi);
+    else if (why == STOPPED)
+        carlo_seterr("compress: phi = %.6f after %llu sweeps, not yet %.6f (give more max_sweeps)", now,
+                     (unsigned long long)done, phi);
+    else if (why == INTERRUPTED)
+        carlo_seterr("interrupted");
     free(x);
     free(y);
     free(o);

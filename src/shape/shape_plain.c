@@ -118,12 +118,14 @@ typedef struct hit_ctx {
     const shape_def *s;
     shape_rot ry;
     const uint32_t *ori;
-    int64_t n, max, *hits;
+    int64_t n, max, *hits, below;
 } hit_ctx;
 
 static void hit_one(void *v, int64_t j, const double d[3])
 {
     hit_ctx *h = v;
+    if (h->below >= 0 && j >= h->below)
+        return;
     shape_rot rj;
     shape_rot_of(h->s->dim, h->ori + 4 * j, &rj);
     if (shape_overlap(h->s, &h->ry, h->s, &rj, d)) {
@@ -134,9 +136,9 @@ static void hit_one(void *v, int64_t j, const double d[3])
 }
 
 int64_t shape_plain_list(const shape_plain *p, const shape_def *s, const double y[3], const uint32_t *oy,
-                         const uint32_t *ori, int64_t self, int64_t *hits, int64_t max)
+                         const uint32_t *ori, int64_t self, int64_t *hits, int64_t max, int64_t below)
 {
-    hit_ctx h = {s, {{{0}}}, ori, 0, max, hits};
+    hit_ctx h = {s, {{{0}}}, ori, 0, max, hits, below};
     shape_rot_of(s->dim, oy, &h.ry);
     shape_plain_around(p, y, self, 2.0 * s->R, hit_one, &h);
     return h.n;
@@ -145,5 +147,5 @@ int64_t shape_plain_list(const shape_plain *p, const shape_def *s, const double 
 int shape_plain_hits(const shape_plain *p, const shape_def *s, const double y[3], const uint32_t *oy,
                      const uint32_t *ori, int64_t self)
 {
-    return shape_plain_list(p, s, y, oy, ori, self, NULL, 0) > 0;
+    return shape_plain_list(p, s, y, oy, ori, self, NULL, 0, -1) > 0;
 }

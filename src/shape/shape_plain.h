@@ -33,10 +33,11 @@ void shape_plain_insert(shape_plain *p, int64_t k);
 typedef void (*shape_plain_fn)(void *ctx, int64_t j, const double d[3]);
 void shape_plain_around(const shape_plain *p, const double y[3], int64_t self, double rc,
                         shape_plain_fn fn, void *ctx);
-/* The listed particles that the shape at y (orientation oy) overlaps (orientations ori by
- * particle): their count, the first max of them into hits. */
+/* The listed particles (those below `below` alone, unless it is negative) that the shape at y
+ * (orientation oy) overlaps (orientations ori by particle): their count, the first max of them
+ * into hits. */
 int64_t shape_plain_list(const shape_plain *p, const shape_def *s, const double y[3], const uint32_t *oy,
-                         const uint32_t *ori, int64_t self, int64_t *hits, int64_t max);
+                         const uint32_t *ori, int64_t self, int64_t *hits, int64_t max, int64_t below);
 int shape_plain_hits(const shape_plain *p, const shape_def *s, const double y[3], const uint32_t *oy,
                      const uint32_t *ori, int64_t self);
 

@@ -92,6 +92,11 @@ do
   c2:compress{ phi = 0.6, sweeps_between = 2 }
   g2:compress{ phi = 0.6, sweeps_between = 2 }
   same("gpu/shape/bitwise-compress", c2, g2)
+  -- past the closest pair from a random start (overlapping pairs on narrowed cells)
+  local c3, g3 = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 2048, phi = 0.3, seed = 7 })
+  c3:compress{ phi = 0.65, quiet = true }
+  g3:compress{ phi = 0.65, quiet = true }
+  same("gpu/shape/bitwise-compress-deep", c3, g3)
 end
 -- NPT: volume moves (host side on both devices, the cells re-gridded with the box) keep the chains
 -- identical; the box, the volume-move counts and a GPU checkpoint continued on the CPU too

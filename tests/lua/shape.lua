@@ -268,6 +268,28 @@ do
     ("phi %.9g after compression, %d overlaps"):format(phi, count_overlaps(snap, pent.vertices)))
 end
 
+-- past the closest pair: 1024 pentagons from 0.3 to 0.65 within 1500 sweeps (a shrink that
+-- overlaps nothing is bounded by the closest of N pairs: 8257 sweeps reached only 0.6 that way)
+do
+  local s = carlo.hard_polygons{ vertices = pent.vertices, N = 1024, phi = 0.3, seed = 3 }
+  local ok, err = pcall(function() return s:compress{ phi = 0.65, max_sweeps = 1500, quiet = true } end)
+  local n = count_overlaps(s:snapshot(), pent.vertices)
+  check.ok("lua/shape/compress-past-closest-pair", ok and math.abs(s.phi - 0.65) < 1e-5 and n == 0 and s:verify(),
+    ("phi %.6f after %d sweeps, %d overlaps: %s"):format(s.phi, s.step, n, tostring(err)))
+  -- stopped on the way, with pairs overlapping on its narrowed cells: an error, and the box
+  -- grown until none overlaps
+  local ok_st, err_st = pcall(function() return s:compress{ phi = 0.75, max_sweeps = 3, quiet = true } end)
+  n = count_overlaps(s:snapshot(), pent.vertices)
+  check.ok("lua/shape/compress-stopped-valid", not ok_st and tostring(err_st):find("after 3 sweeps", 1, true)
+    and n == 0 and s:verify() and s.phi > 0.64 and s.phi < 0.75, ("%s; %d overlaps"):format(tostring(err_st), n))
+  -- jammed (64 pentagons cannot reach 0.9 from a random packing): an error, no overlap left
+  local jam = carlo.hard_polygons{ vertices = pent.vertices, N = 64, phi = 0.5, seed = 5 }
+  local ok_jam, err_jam = pcall(function() return jam:compress{ phi = 0.9, quiet = true } end)
+  n = count_overlaps(jam:snapshot(), pent.vertices)
+  check.ok("lua/shape/compress-jammed-valid", not ok_jam and tostring(err_jam):find("jammed at phi", 1, true)
+    and n == 0 and jam:verify() and jam.phi > 0.5 and jam.phi < 0.9, ("%s; %d overlaps"):format(tostring(err_jam), n))
+end
+
 -- ---------- the bcc start: truncated octahedra in their crystal ----------
 
 do

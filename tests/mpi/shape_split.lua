@@ -6,10 +6,11 @@
 -- pentagons in NPT (every volume move decided alike on every rank: tried on each rank's slab
 -- and the verdicts added up while the cut stays, on the whole grid gathered when it changes),
 -- cubes with length moves of the box, a compression that takes layers away (the slabs cut
--- again), two split systems advanced together, and the pentagons carried on to 500 sweeps with
--- no overlap and no particle lost; what cannot be split is refused. Rank 0 writes the
--- fingerprints to OUT (tests/mpi/shape_split.sh compares the files of 1 to 4 ranks) and the
--- pentagons after 100 sweeps to OUT.ckpt. With CHECKPOINT, only this: a checkpoint saved on
+-- again) and one past the closest pair from a random start, two split systems advanced
+-- together, and the pentagons carried on to 500 sweeps with no overlap and no particle lost;
+-- what cannot be split is refused. Rank 0 writes the fingerprints to OUT
+-- (tests/mpi/shape_split.sh compares the files of 1 to 4 ranks) and the pentagons after 100
+-- sweeps to OUT.ckpt. With CHECKPOINT, only this: a checkpoint saved on
 -- another number of ranks is loaded, split over these ranks, continued 50 sweeps as the whole
 -- system would be, and saved again to OUT.ckpt (the .sh chains 4 -> 2 -> 1 ranks).
 -- SHAPE_SPLIT_DEVICE=gpu splits the systems over the ranks' GPUs (tests/gpu/shape_mpi.sh), the
@@ -128,6 +129,15 @@ local function cases()
   xa:run{ sweeps = 30 }
   xb:run{ sweeps = 30 }
   same_chain("pentagons_compress", xa, xb)
+  -- compression past the closest pair (overlaps parted by the sweeps, on cells planned for
+  -- them), from a random start: every rank takes the same steps
+  local qa, qb = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 400, phi = 0.3, seed = 9 })
+  qa:compress{ phi = 0.65, quiet = true }
+  qb:compress{ phi = 0.65, quiet = true }
+  check("pentagons_compress_deep_valid", qa:verify() and math.abs(qa.phi - 0.65) < 1e-5, ("phi %.9f"):format(qa.phi))
+  qa:run{ sweeps = 10 }
+  qb:run{ sweeps = 10 }
+  same_chain("pentagons_compress_deep", qa, qb)
 
   -- carlo.advance of split systems stays on the main thread (their exchanges call MPI)
   local va, vb = {}, {}

@@ -189,7 +189,7 @@ static void run_case(const char *name, int dim, int nv, const double *v, int64_t
     int ok = g->be == &fake_backend && carlo_advance(&c->sys, 30) == 0 && carlo_advance(&g->sys, 30) == 0;
     snprintf(label, sizeof label, "unit/shape/backend_%s_sweeps", name);
     CHECK(label, ok && same_state(c, g) && F(g)->uploads >= 1, "the stand-in device chain differs");
-    ok = shape_compress(c, phi * 1.3, 2, 0) == 0 && shape_compress(g, phi * 1.3, 2, 0) == 0;
+    ok = shape_compress(c, phi * 1.3, 2, 0, 1) == 0 && shape_compress(g, phi * 1.3, 2, 0, 1) == 0;
     ok = ok && c->grid.ncells == g->grid.ncells && carlo_advance(&c->sys, 10) == 0 && carlo_advance(&g->sys, 10) == 0;
     snprintf(label, sizeof label, "unit/shape/backend_%s_compress", name);
     CHECK(label, ok && same_state(c, g) && shape_verify(g) == 0, "compression went differently: %s", carlo_errmsg());
