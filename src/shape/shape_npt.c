@@ -393,7 +393,7 @@ static int compress_settle(shape_system *s, double *x, double *y, uint32_t *o)
         rc = overlaps_scaled(s, x, o, 1.0, y, &count);
     if (rc == 0 && count == 0)
         hi = 1.0;
-    for (int k = 0; rc == 0 && hi > 1.0 && k < 24; k++) {
+    for (int k = 0; rc == 0 && hi > 1.0 && k < 16; k++) { /* to 1e-7 of the side */
         const double mid = 0.5 * (lo + hi);
         rc = overlaps_scaled(s, x, o, mid, y, &count);
         *(count ? &lo : &hi) = mid;
