@@ -49,8 +49,6 @@ static int set_grid(shape_system *s, const carlo_cell_grid *pg, const carlo_box 
     return 0;
 }
 
-static double retune(double size, double acc, double target, double lo, double hi);
-
 /* ---------- NPT ---------- */
 
 int shape_set_pressure(shape_system *s, double pressure)
@@ -108,7 +106,6 @@ static int put(shape_system *s, const carlo_cell_grid *g, const carlo_box *nb, c
     carlo_interrupted = carlo_interrupted || was;
     return r;
 }
-
 
 /* The configuration carried into box nb (proposed: its sides those of grid g) and described in
  * box rb (nb itself, or its lattice reduction: the same lattice, so the same configuration),
@@ -417,6 +414,8 @@ static int compress_settle(shape_system *s, double *x, double *y, uint32_t *o)
     return rc;
 }
 
+static double retune(double size, double acc, double target, double lo, double hi);
+
 int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_sweeps, int quiet)
 {
     if (!(phi > 0) || !(phi < 1) || between < 1)
@@ -432,11 +431,11 @@ int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_s
         return -1;
     }
     /* The shrink that leaves no overlap: at most step (adapted). Past it, in an orthorhombic
-     * box and until it stalls: by up to eps a step while every pair keeps within COMPRESS_DEPTH of parting, on
-     * cells planned for that; the sweeps part the overlapping pairs (a move is taken only into
-     * a place where it overlaps nothing, so no overlap forms or deepens in a sweep). The
-     * closest of N pairs comes closer as N grows, so the shrink without overlaps alone makes
-     * large systems crawl. */
+     * box and until it stalls: by up to eps a step while every pair keeps within
+     * COMPRESS_DEPTH of parting, on cells planned for that; the sweeps part the overlapping
+     * pairs (a move is taken only into a place where it overlaps nothing, so no overlap forms
+     * or deepens in a sweep). The closest of N pairs comes closer as N grows, so the shrink
+     * without overlaps alone makes large systems crawl. */
     const double eps = COMPRESS_DEPTH / 4, spread = 1.0 - COMPRESS_DEPTH;
     int deep_ok = carlo_box_orthorhombic(&s->box);
     int narrow = 0; /* on cells planned for overlaps: pairs may overlap */
