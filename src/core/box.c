@@ -52,3 +52,11 @@ void carlo_box_gsd(const carlo_box *b, double out[6])
     out[4] = b->xz;
     out[5] = b->yz;
 }
+
+carlo_box carlo_box_scaled(const carlo_box *b, double lam)
+{
+    carlo_box nb = *b;
+    for (int a = 0; a < b->dim; a++)
+        nb.L[a] *= lam;
+    return nb;
+}

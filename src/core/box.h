@@ -116,5 +116,7 @@ int carlo_box_check(const carlo_box *b);
 void carlo_box_heights(const carlo_box *b, double h[3]);
 /* The six GSD numbers Lx Ly Lz xy xz yz. */
 void carlo_box_gsd(const carlo_box *b, double out[6]);
+/* The box b with every side times lam, its tilt factors kept (an isotropic scaling). */
+carlo_box carlo_box_scaled(const carlo_box *b, double lam);
 
 #endif

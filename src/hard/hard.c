@@ -504,12 +504,7 @@ hard_system *hard_create(const hard_params *p)
                 }
             }
         }
-        carlo_box b0 = p->box;
-        double grow = pow(phi / phi0, 1.0 / p->dim);
-        for (int a = 0; a < p->dim; a++)
-            b0.L[a] *= grow;
-        if (phi0 >= phi)
-            b0 = p->box;
+        carlo_box b0 = phi0 < phi ? carlo_box_scaled(&p->box, pow(phi / phi0, 1.0 / p->dim)) : p->box;
         s = hard_alloc(p->dim, p->N, &b0, p->device, p->seed, p->w_pref);
         rc = !s || random_positions(p->dim, p->N, &b0, p->seed, x) || place(s, x);
         if (!rc) {
@@ -728,10 +723,7 @@ int hard_volume_move(hard_system *s)
     carlo_u32x4 r = carlo_rng(s->seed, HARD_PURPOSE_VOLUME, s->vsteps++, 0, 0);
     double delta = (2.0 * carlo_u01(r.v[0], r.v[1]) - 1.0) * s->dlnV;
     s->counts.volume_tried++;
-    carlo_box nb = s->box;
-    double lam = exp(delta / s->dim);
-    for (int a = 0; a < s->dim; a++)
-        nb.L[a] *= lam;
+    carlo_box nb = carlo_box_scaled(&s->box, exp(delta / s->dim));
     carlo_cell_grid ng;
     if (plan(&ng, &nb, s->w_pref)) /* rejecting would truncate the volume distribution */
         return carlo_seterr("NPT: the box side reached %.6g, which has no cell grid (sides from 6 in "
@@ -750,15 +742,6 @@ int hard_volume_move(hard_system *s)
 
 /* ---------- compression ---------- */
 
-/* The box b with every side times lam. */
-static carlo_box scaled_box(const carlo_box *b, double lam)
-{
-    carlo_box nb = *b;
-    for (int a = 0; a < b->dim; a++)
-        nb.L[a] *= lam;
-    return nb;
-}
-
 /* A compression that ends short of its target with pairs still overlapping, or on a narrowed
  * grid: the box grows just enough that no pair overlaps, on its usual grid, so that the system
  * left is a valid one. */
@@ -770,7 +753,7 @@ static int compress_settle(hard_system *s)
         if (s->be->pair_check(s, &over, &r2min))
             return hard_fail_dead(s);
         double lam = (over ? (1.0 + 1e-6) / sqrt(r2min) : 1.0) * (1.0 + 1e-6 * tries);
-        carlo_box nb = scaled_box(&s->box, lam);
+        carlo_box nb = carlo_box_scaled(&s->box, lam);
         int ok = try_scale(s, &nb);
         if (ok)
             return ok < 0 ? -1 : 0;
@@ -846,7 +829,7 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
             lam_deep = fmax(lam_deep, lam_goal);
             int ok = 0;
             if (lam_deep < lam_safe) {
-                carlo_box nb = scaled_box(&s->box, lam_deep);
+                carlo_box nb = carlo_box_scaled(&s->box, lam_deep);
                 carlo_cell_grid ng;
                 if (!plan_narrow(&ng, &nb, s->w_pref, 1.0 - 2.0 * COMPRESS_DEPTH))
                     ok = try_grid(s, &ng, 1);
@@ -859,7 +842,7 @@ int hard_compress(hard_system *s, const hard_compress_opts *o)
                 }
             }
             if (!ok && lam_safe < 1.0) {
-                carlo_box nb = scaled_box(&s->box, lam_safe);
+                carlo_box nb = carlo_box_scaled(&s->box, lam_safe);
                 ok = try_scale(s, &nb);
                 if (ok < 0)
                     return -1;

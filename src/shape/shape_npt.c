@@ -151,10 +151,7 @@ int shape_volume_move(shape_system *s)
     carlo_u32x4 r = carlo_rng(s->seed, SHAPE_PURPOSE_VOLUME, s->vsteps++, 0, 0);
     const double dl = (2.0 * carlo_u01(r.v[0], r.v[1]) - 1.0) * s->dlnV;
     s->vcnt[0]++;
-    carlo_box nb = s->box;
-    const double lam = exp(dl / s->dim);
-    for (int a = 0; a < s->dim; a++)
-        nb.L[a] *= lam;
+    carlo_box nb = carlo_box_scaled(&s->box, exp(dl / s->dim));
     carlo_cell_grid g;
     if (shape_plan_grid(&g, &nb, &s->shape, s->volume1)) /* rejecting would truncate the volume distribution */
         return carlo_seterr("NPT: the box side reached %.6g, which has no cell grid of cells %.6g wide: "
@@ -367,9 +364,7 @@ int shape_set_box_moves(shape_system *s, int mode)
 static int overlaps_scaled(shape_system *s, const double *x, const uint32_t *o, double lam, double *y,
                            int64_t *count)
 {
-    carlo_box nb = s->box;
-    for (int a = 0; a < s->dim; a++)
-        nb.L[a] *= lam;
+    const carlo_box nb = carlo_box_scaled(&s->box, lam);
     for (int64_t k = 0; k < 3 * s->N; k++)
         y[k] = x[k] * lam;
     int64_t pairs[2];
@@ -398,9 +393,7 @@ static int compress_settle(shape_system *s, double *x, double *y, uint32_t *o)
     int r = 1;
     for (int tries = 0; rc == 0 && r == 1 && tries < 8; tries++) {
         const double lam = hi * (1.0 + 1e-6 * (double)((1 << tries) - 1));
-        carlo_box nb = s->box;
-        for (int a = 0; a < s->dim; a++)
-            nb.L[a] *= lam;
+        const carlo_box nb = carlo_box_scaled(&s->box, lam);
         carlo_cell_grid g;
         rc = overlaps_scaled(s, x, o, lam, y, &count);
         if (rc == 0 && (shape_plan_grid(&g, &nb, &s->shape, s->volume1) || count))
@@ -504,9 +497,7 @@ int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_s
             break;
         }
         if ((!narrow || there) && count == 0) {
-            carlo_box nb = ob;
-            for (int a = 0; a < s->dim; a++)
-                nb.L[a] *= lam;
+            const carlo_box nb = carlo_box_scaled(&ob, lam);
             carlo_cell_grid g;
             r = shape_plan_grid(&g, &nb, &s->shape, s->volume1) ? 1 : put(s, &g, &nb, y, o, 0, x, narrow);
         }
@@ -522,9 +513,7 @@ int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_s
                 why = carlo_interrupted ? INTERRUPTED : FAILED;
                 break;
             }
-            carlo_box nb = ob;
-            for (int a = 0; a < s->dim; a++)
-                nb.L[a] *= lam_deep;
+            const carlo_box nb = carlo_box_scaled(&ob, lam_deep);
             carlo_cell_grid g;
             if (shape_plan_grid_spread(&g, &nb, &s->shape, s->volume1, spread))
                 deep_ok = 0; /* no grid for it: the shrinks without overlaps only */
