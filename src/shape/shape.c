@@ -67,6 +67,14 @@ int shape_plan_grid(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, 
     return shape_plan_grid_spread(g, b, s, v1, 1.0);
 }
 
+double shape_grid_wmin(const carlo_cell_grid *g)
+{
+    double w = g->width[0];
+    for (int a = 1; a < g->dim; a++)
+        w = fmin(w, g->width[a]);
+    return w;
+}
+
 /* The box of record: the grid's sides (exact multiples of the cell widths) with the tilts of
  * b; the kernels' copy of the tilts. */
 void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const carlo_box *b)
@@ -225,9 +233,7 @@ void shape_destroy(shape_system *s)
 
 int shape_set_moves(shape_system *s, double delta, double rotate)
 {
-    double wmin = s->grid.width[0];
-    for (int a = 1; a < s->dim; a++)
-        wmin = fmin(wmin, s->grid.width[a]);
+    const double wmin = shape_grid_wmin(&s->grid);
     if (!(delta > 0) || delta > wmin)
         return carlo_seterr("delta must be in (0, %g] (a cell width; got %g)", wmin, delta);
     if (!(rotate > 0) || rotate > SHAPE_ROTATE_MAX)

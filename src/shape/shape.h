@@ -294,6 +294,7 @@ shape_system *shape_restore(const carlo_frame *f, carlo_device_kind device);
  * overlaps; _overlapping: not checked, for a compression on cells planned for its overlaps). */
 int shape_plan_grid(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1);
 int shape_plan_grid_spread(carlo_cell_grid *g, const carlo_box *b, const shape_def *s, double v1, double spread);
+double shape_grid_wmin(const carlo_cell_grid *g); /* the narrowest cell width: delta's bound */
 void shape_box_of_grid(shape_system *s, const carlo_cell_grid *g, const carlo_box *b);
 int shape_gpu_failed(shape_system *s);
 int shape_place(shape_system *s, const double *x, const uint32_t *ori);

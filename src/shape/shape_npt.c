@@ -16,6 +16,14 @@
 
 /* ---------- compression ---------- */
 
+/* delta capped at the width of the grid's narrowest cell (a box change narrowed it). */
+static void cap_delta(shape_system *s)
+{
+    const double wmin = shape_grid_wmin(&s->grid);
+    if ((double)s->mv.delta > wmin)
+        s->mv.delta = (float)wmin;
+}
+
 /* Re-plan the grid for box nb (storage reallocated when its shape changes; a GPU system's
  * device storage too, its counts kept). The particles are placed afterwards. */
 static int set_grid(shape_system *s, const carlo_cell_grid *pg, const carlo_box *tilts)
@@ -41,11 +49,7 @@ static int set_grid(shape_system *s, const carlo_cell_grid *pg, const carlo_box 
         return -1;
     s->grid = g;
     shape_box_of_grid(s, &g, tilts);
-    double wmin = g.width[0];
-    for (int a = 1; a < s->dim; a++)
-        wmin = fmin(wmin, g.width[a]);
-    if ((double)s->mv.delta > wmin)
-        s->mv.delta = (float)wmin;
+    cap_delta(s);
     return 0;
 }
 
@@ -253,11 +257,7 @@ static int scale_box(shape_system *s, const carlo_cell_grid *g, const carlo_box 
     shape_box_of_grid(s, g, nb);
     for (int a = 0; a < s->dim; a++)
         s->origin[a] *= lam[a];
-    double wmin = g->width[0];
-    for (int a = 1; a < s->dim; a++)
-        wmin = fmin(wmin, g->width[a]);
-    if ((double)s->mv.delta > wmin)
-        s->mv.delta = (float)wmin;
+    cap_delta(s);
     *done = 1;
     return 0;
 }
@@ -407,7 +407,8 @@ static int compress_settle(shape_system *s, double *x, double *y, uint32_t *o)
     return rc;
 }
 
-static double retune(double size, double acc, double target, double lo, double hi);
+static int retune_moves(shape_system *s, const uint64_t c0[4], const uint64_t c1[4], double target,
+                        double *acc_t, double *acc_r);
 
 int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_sweeps, int quiet)
 {
@@ -472,14 +473,8 @@ int shape_compress(shape_system *s, double phi, uint64_t between, uint64_t max_s
         /* the move sizes follow the density: retuned towards an acceptance of 0.3 once the
          * particles have tried a move each (overlapping pairs part by moves that are taken) */
         if ((c1[0] - c0[0]) + (c1[2] - c0[2]) >= (uint64_t)N) {
-            double wmin = s->grid.width[0], d = s->mv.delta, rot = s->mv.rotate;
-            for (int a = 1; a < s->dim; a++)
-                wmin = fmin(wmin, s->grid.width[a]);
-            if (c1[0] > c0[0])
-                d = retune(d, (double)(c1[1] - c0[1]) / (double)(c1[0] - c0[0]), 0.3, 1e-6, wmin);
-            if (c1[2] > c0[2])
-                rot = retune(rot, (double)(c1[3] - c0[3]) / (double)(c1[2] - c0[2]), 0.3, 1e-6, SHAPE_ROTATE_MAX);
-            if (shape_set_moves(s, d, rot)) {
+            double acc_t, acc_r;
+            if (retune_moves(s, c0, c1, 0.3, &acc_t, &acc_r)) {
                 why = FAILED;
                 break;
             }
@@ -580,6 +575,26 @@ static double retune(double size, double acc, double target, double lo, double h
     return v > hi ? hi : (v < lo ? lo : v);
 }
 
+/* delta and rotate retuned towards the acceptance target from the moves counted between c0 and
+ * c1 (shape_counts: translations tried, taken, rotations tried, taken), delta within the
+ * narrowest cell of the grid as it is now; *acc_t, *acc_r: those acceptances, where moves were
+ * tried (else left as they are). */
+static int retune_moves(shape_system *s, const uint64_t c0[4], const uint64_t c1[4], double target,
+                        double *acc_t, double *acc_r)
+{
+    const uint64_t tt = c1[0] - c0[0], ta = c1[1] - c0[1], rt = c1[2] - c0[2], ra = c1[3] - c0[3];
+    double d = s->mv.delta, rot = s->mv.rotate;
+    if (tt) {
+        *acc_t = (double)ta / (double)tt;
+        d = retune(d, *acc_t, target, 1e-6, shape_grid_wmin(&s->grid));
+    }
+    if (rt) {
+        *acc_r = (double)ra / (double)rt;
+        rot = retune(rot, *acc_r, target, 1e-6, SHAPE_ROTATE_MAX);
+    }
+    return shape_set_moves(s, d, rot);
+}
+
 int shape_tune(shape_system *s, double target, int rounds, uint64_t sweeps, double *acc_t, double *acc_r)
 {
     double acc_v;
@@ -632,20 +647,7 @@ int shape_tune_box(shape_system *s, double target, shape_box_tune *bt, int round
             retune_box(&s->dlnL, &bt->length_acc, l0, s->lcnt, bt->length_target);
             retune_box(&s->dtilt, &bt->shear_acc, t0, s->tcnt, bt->shear_target);
         }
-        uint64_t tt = c1[0] - c0[0], ta = c1[1] - c0[1], rt = c1[2] - c0[2], ra = c1[3] - c0[3];
-        double wmin = s->grid.width[0]; /* after the round: NPT moves the grid */
-        for (int a = 1; a < s->dim; a++)
-            wmin = fmin(wmin, s->grid.width[a]);
-        double d = s->mv.delta, rot = s->mv.rotate;
-        if (tt) {
-            *acc_t = (double)ta / (double)tt;
-            d = retune(d, *acc_t, target, 1e-6, wmin);
-        }
-        if (rt) {
-            *acc_r = (double)ra / (double)rt;
-            rot = retune(rot, *acc_r, target, 1e-6, SHAPE_ROTATE_MAX);
-        }
-        if (shape_set_moves(s, d, rot))
+        if (retune_moves(s, c0, c1, target, acc_t, acc_r)) /* after the round: NPT moves the grid */
             return -1;
     }
     return 0;
