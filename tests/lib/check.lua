@@ -51,6 +51,25 @@ function M.slurp(path)
   return s
 end
 
+-- Ctrl-C in a child process: the script text run by $CARLO --quiet, one SIGINT after `after`
+-- seconds (SIGKILL 20 s later, should it not end); foreground: the SIGINT to the child alone, as
+-- a terminal sends it. Returns { ok =, how =, code = } (os.execute's), took (seconds) and said
+-- (its stderr); nil when $CARLO or timeout(1) is missing. tag names its files in M.tmp.
+function M.interrupt(tag, text, after, foreground)
+  local carlo_cmd = os.getenv("CARLO")
+  if not carlo_cmd or not os.execute("command -v timeout >/dev/null 2>&1") then return nil end
+  local script, err = M.tmp .. "/" .. tag .. ".lua", M.tmp .. "/" .. tag .. ".err"
+  local f = assert(io.open(script, "w"))
+  f:write(text)
+  f:close()
+  local t0 = carlo.clock()
+  local ok, how, code = os.execute(("timeout%s --preserve-status -k 20 -s INT %s %s --quiet %s >/dev/null 2>%s")
+    :format(foreground and " --foreground" or "", after, carlo_cmd, script, err))
+  local r = { ok = ok, how = how, code = code, took = carlo.clock() - t0, said = M.slurp(err) or "" }
+  r.why = ("exit %s %s after %.1f s: %s"):format(tostring(how), tostring(code), r.took, r.said)
+  return r
+end
+
 -- Under mpirun: rank 0 writes lines to path, one a line (the MPI tests' files, compared across
 -- rank counts by their .sh); the other ranks write nothing.
 function M.rank0_write(path, lines)
@@ -78,6 +97,17 @@ function M.split_carry_on(check, same_chain, name, a, b, sweeps, step)
   check(name .. "_verify", ok and a.step == step, tostring(why))
   local nover = a:overlaps()
   check(name .. "_no_overlap", nover == 0, ("%d overlapping pairs"):format(nover))
+  same_chain(name, a, b)
+end
+
+-- Both compressed to phi (quiet) and carried on `sweeps` sweeps: a valid at phi (within tol),
+-- and the same chain (same_chain(name, a, b), the script's comparison).
+function M.split_compress(check, same_chain, name, a, b, phi, tol, sweeps)
+  a:compress{ phi = phi, quiet = true }
+  b:compress{ phi = phi, quiet = true }
+  check(name .. "_valid", a:verify() and math.abs(a.phi - phi) < tol, ("phi %.9f"):format(a.phi))
+  a:run{ sweeps = sweeps }
+  b:run{ sweeps = sweeps }
   same_chain(name, a, b)
 end
 

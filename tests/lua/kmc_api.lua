@@ -491,30 +491,17 @@ do
 end
 
 -- ---------- Ctrl-C stops a long single step, not only between steps ----------
-local carlo_cmd = os.getenv("CARLO")
-if carlo_cmd and os.execute("command -v timeout >/dev/null 2>&1") then
-  local script = check.tmp .. "/kmc-int.lua"
-  local f = assert(io.open(script, "w"))
-  -- bond = 0, k2 = 1: a step of 60000 (the range allows 65536) is 4e9 events on 256 x 256,
-  -- minutes of work; SIGINT after 1 s must end it at once (SIGKILL 20 s later, should it not)
-  f:write([[
+-- bond = 0, k2 = 1: a step of 60000 (the range allows 65536) is 4e9 events on 256 x 256,
+-- minutes of work; SIGINT after 1.5 s must end it at once (SIGKILL 20 s later, should it not)
+local r = check.interrupt("kmc-int", [[
 local s = carlo.kmc{ model = "sos_growth", m = 256, n = 256, bond = 0, seed = 1, quiet = true }
 io.stderr:write("stepping\n")
 s:try_step(60000)
 io.stderr:write("finished\n")
-]])
-  f:close()
-  local err = check.tmp .. "/kmc-int.err"
-  local t0 = carlo.clock()
-  local ok, how, code = os.execute(("timeout --preserve-status -k 20 -s INT 1.5 %s --quiet %s >/dev/null 2>%s")
-    :format(carlo_cmd, script, err))
-  local took = carlo.clock() - t0
-  f = io.open(err)
-  local said = f and f:read("a") or ""
-  if f then f:close() end
-  check.ok("lua/kmc/ctrl-c-inside-a-step", not ok and how == "exit" and code == 130 and took < 10
-    and said:find("stepping", 1, true) and not said:find("finished", 1, true),
-    ("exit %s %s after %.1f s: %s"):format(tostring(how), tostring(code), took, said))
+]], 1.5)
+if r then
+  check.ok("lua/kmc/ctrl-c-inside-a-step", not r.ok and r.how == "exit" and r.code == 130 and r.took < 10
+    and r.said:find("stepping", 1, true) and not r.said:find("finished", 1, true), r.why)
 end
 
 -- the default halo: 1 when no event depends on the neighbours, else 4

@@ -275,30 +275,16 @@ end
 -- 2^24 insertions into 4000 particles take minutes on one core in either mode; a SIGINT
 -- after 1 s must end the call at once with "interrupted" (exit 130; SIGKILL 20 s later,
 -- should it not). --foreground: one SIGINT to the child, as a terminal sends it.
-local carlo_cmd = os.getenv("CARLO")
-if carlo_cmd and os.execute("command -v timeout >/dev/null 2>&1") then
-  for _, mode in ipairs{ "decomposition", "checkerboard" } do
-    local script = check.tmp .. "/lj-widom-int-" .. mode .. ".lua"
-    local f = assert(io.open(script, "w"))
-    f:write(([[
+for _, mode in ipairs{ "decomposition", "checkerboard" } do
+  local r = check.interrupt("lj-widom-int-" .. mode, ([[
 local s = carlo.lj{ N = 4000, rho = 0.8, T = 1.5, seed = 2, device = "cpu", mode = %q }
 io.stderr:write("inserting\n")
 s:widom(16777216)
 io.stderr:write("finished\n")
-]]):format(mode))
-    f:close()
-    local err = check.tmp .. "/lj-widom-int.err"
-    local t0 = carlo.clock()
-    local ok, how, code = os.execute(
-      ("timeout --foreground --preserve-status -k 20 -s INT 1 %s --quiet %s >/dev/null 2>%s")
-      :format(carlo_cmd, script, err))
-    local took = carlo.clock() - t0
-    f = io.open(err)
-    local said = f and f:read("a") or ""
-    if f then f:close() end
-    check.ok("lua/lj/ctrl-c-widom-" .. mode, not ok and how == "exit" and code == 130 and took < 6
-      and said:find("inserting", 1, true) and said:find("interrupted", 1, true)
-      and not said:find("finished", 1, true),
-      ("exit %s %s after %.1f s: %s"):format(tostring(how), tostring(code), took, said))
+]]):format(mode), 1, true)
+  if r then
+    check.ok("lua/lj/ctrl-c-widom-" .. mode, not r.ok and r.how == "exit" and r.code == 130 and r.took < 6
+      and r.said:find("inserting", 1, true) and r.said:find("interrupted", 1, true)
+      and not r.said:find("finished", 1, true), r.why)
   end
 end

@@ -292,28 +292,16 @@ end
 
 -- Ctrl-C in a long compression (a child process, one SIGINT as a terminal sends): it stops
 -- within the round and exits 130
-local carlo_cmd = os.getenv("CARLO")
-if carlo_cmd and os.execute("command -v timeout >/dev/null 2>&1") then
-  local script = check.tmp .. "/shape-compress-int.lua"
-  local f = assert(io.open(script, "w"))
-  f:write([[
+local r = check.interrupt("shape-compress-int", [[
 local s = carlo.hard_polygons{ vertices = carlo.shapes.pentagon.vertices, N = 16384, phi = 0.3, seed = 1 }
 io.stderr:write("compressing\n")
 s:compress{ phi = 0.69, quiet = true }
 io.stderr:write("finished\n")
-]])
-  f:close()
-  local err = check.tmp .. "/shape-compress-int.err"
-  local t0 = carlo.clock()
-  local ok, how, code = os.execute(("timeout --foreground --preserve-status -k 20 -s INT 2 %s --quiet %s >/dev/null 2>%s")
-    :format(carlo_cmd, script, err))
-  local took = carlo.clock() - t0
-  f = io.open(err)
-  local said = f and f:read("a") or ""
-  if f then f:close() end
-  check.ok("lua/shape/ctrl-c-compress", not ok and how == "exit" and code == 130 and took < 10
-    and said:find("compressing", 1, true) and said:find("interrupted", 1, true) and not said:find("finished", 1, true),
-    ("exit %s %s after %.1f s: %s"):format(tostring(how), tostring(code), took, said))
+]], 2, true)
+if r then
+  check.ok("lua/shape/ctrl-c-compress", not r.ok and r.how == "exit" and r.code == 130 and r.took < 10
+    and r.said:find("compressing", 1, true) and r.said:find("interrupted", 1, true)
+    and not r.said:find("finished", 1, true), r.why)
 end
 
 -- ---------- the bcc start: truncated octahedra in their crystal ----------

@@ -78,12 +78,7 @@ same_chain("disks_compress", ca, cb)
 -- compression past the closest pair (overlaps parted by the sweeps, on narrowed cells), from a
 -- random start: the same shrinks on every rank
 local qa, qb = pair(carlo.hard_disks, { N = 1024, phi = 0.45, seed = 9 })
-qa:compress{ phi = 0.7, quiet = true }
-qb:compress{ phi = 0.7, quiet = true }
-check("disks_compress_deep_valid", qa:verify() and math.abs(qa.phi - 0.7) < 1e-6, ("phi %.9f"):format(qa.phi))
-qa:run{ sweeps = 20 }
-qb:run{ sweeps = 20 }
-same_chain("disks_compress_deep", qa, qb)
+checks.split_compress(check, same_chain, "disks_compress_deep", qa, qb, 0.7, 1e-6, 20)
 
 -- the tether of Einstein crystals: its sites are by tag, the same on every rank
 local ta, tb = pair(carlo.hard_disks, { N = 400, phi = 0.698, init = "hex", seed = 6, lambda = 40 })

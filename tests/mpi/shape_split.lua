@@ -132,12 +132,7 @@ local function cases()
   -- compression past the closest pair (overlaps parted by the sweeps, on cells planned for
   -- them), from a random start: every rank takes the same steps
   local qa, qb = pair(carlo.hard_polygons, { vertices = pent.vertices, N = 400, phi = 0.3, seed = 9 })
-  qa:compress{ phi = 0.65, quiet = true }
-  qb:compress{ phi = 0.65, quiet = true }
-  check("pentagons_compress_deep_valid", qa:verify() and math.abs(qa.phi - 0.65) < 1e-5, ("phi %.9f"):format(qa.phi))
-  qa:run{ sweeps = 10 }
-  qb:run{ sweeps = 10 }
-  same_chain("pentagons_compress_deep", qa, qb)
+  checks.split_compress(check, same_chain, "pentagons_compress_deep", qa, qb, 0.65, 1e-5, 10)
 
   -- carlo.advance of split systems stays on the main thread (their exchanges call MPI)
   local va, vb = {}, {}
