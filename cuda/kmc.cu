@@ -10,6 +10,7 @@
  * the rank below, staged through page-locked host memory, to become their halo rows. One host
  * synchronisation a step (split_step): the rows travel while the next step's interior tile rows
  * run. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,9 @@ struct kmc_split_out {
     unsigned long long *up, *down, *sums;
 };
 
+/* Words of a split system's sums: events, simulated events, mismatch, overflow, tiles repaired */
+const int SPLIT_SUMS = 5;
+
 struct gpu_impl {
     kmc_gpu_buffers b;
     kmc_tile_out *out;
@@ -57,6 +61,10 @@ struct gpu_impl {
     int ntiles;         /* the tiles stepped: all, or a split system's own */
     int stored;         /* the tiles stored: all, or own plus two halo tile rows */
     kmc_slab sl;
+    kmc_repair *rp;     /* the repair (kmc_kernel.h), when the system has it; on the device */
+    int *d_list;        /* its list, a tile at most once a step */
+    uint32_t *d_stamp;
+    int *h_edge, *d_edge; /* split: the edge tiles whose strips differ from the neighbour rank's */
     /* a split system's exchange, on the device and page-locked on the host: the first own tile
      * row (states, draw counters, clocks: kmc_row_bytes) to the rank above, the last to the rank
      * below; in: the row below's, then the row above's */
@@ -77,26 +85,52 @@ gpu_impl *impl(kmc_system *s) { return static_cast<gpu_impl *>(s->impl); }
 /* The step's sums over the tiles stepped; the last block decides (whole lattice) or leaves
  * them in so.sums for the host to reduce over the ranks (split: the last own tile row's down
  * strips are compared on the host, the rank below's up strips being there). */
+/* Tile X joins the step's repair list unless it is there already. */
+__device__ void list_tile(kmc_repair *rp, int X, uint32_t stamp)
+{
+    if (atomicExch(&rp->stamp[X], stamp) != stamp)
+        rp->tiles[atomicAdd(&rp->listed, 1u)] = X;
+}
+
+/* After the step and after each repair round: the strips compared, the tiles on either side of
+ * a differing one listed (rp, when the system has the repair; a split system's edge tiles whose
+ * strips differ from the neighbour ranks' are listed by the host), the sums taken. Whole
+ * lattice: the last block starts the next round (rp->go) or decides. Split: the sums go to
+ * so.sums for the host, which compares the edge strips and decides. */
 __global__ void __launch_bounds__(VALIDATE_THREADS)
 validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl *ctrl,
-                kmc_acc *acc, const int ntiles, const kmc_slab sl, const kmc_split_out so)
+                kmc_acc *acc, const int ntiles, const kmc_slab sl, const kmc_split_out so,
+                kmc_repair *rp = nullptr, const int round = 0)
 {
-    if (ctrl->done)
+    if (ctrl->done || (round > 0 && !rp->go))
         return;
     const int own = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     const int T = own + sl.first * g.ntc;
     unsigned long long ev = 0, sim = 0;
     int bad = 0, ovf = 0;
     if (own < ntiles) {
+        int down = 0, right = 0, d;
         if (so.sums) {
             const int lt = T / g.ntc, tj = T - lt * g.ntc, last = ntiles / g.ntc;
-            bad = lt == last ? !kmc_right_matches(g, out, T) : !kmc_split_matches(g, out, T, 1);
+            right = lt * g.ntc + (tj + 1 == g.ntc ? 0 : tj + 1);
+            down = lt == last ? -1 : T + g.ntc; /* the halo row's tile: the host lists */
+            d = (lt < last && out[T].chk[KMC_EDGE_DOWN] != out[T + g.ntc].chk[KMC_EDGE_UP]) |
+                ((out[T].chk[KMC_EDGE_RIGHT] != out[right].chk[KMC_EDGE_LEFT]) << 1);
             if (lt == 1)
                 so.up[tj] = out[T].chk[KMC_EDGE_UP];
             if (lt == last)
                 so.down[tj] = out[T].chk[KMC_EDGE_DOWN];
         } else {
-            bad = !kmc_tile_matches(&g, out, T);
+            d = kmc_tile_mismatch(&g, out, T, &down, &right);
+        }
+        bad = d != 0;
+        if (d && rp) {
+            const uint32_t stamp = kmc_repair_stamp(ctrl->accepted + ctrl->rejected);
+            list_tile(rp, T, stamp);
+            if (d & 1)
+                list_tile(rp, down, stamp);
+            if (d & 2)
+                list_tile(rp, right, stamp);
         }
         ev = out[T].events;
         sim = out[T].sim;
@@ -146,12 +180,46 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
     atomicExch(&acc->ticket, 0u);
     if (so.sums) {
         so.sums[0] = e;
-        so.sums[1] = sm;
+        so.sums[1] = sm + (rp ? rp->replaced : 0ull);
         so.sums[2] = mm;
         so.sums[3] = of;
+        so.sums[4] = rp ? rp->to : 0u;
+        return;
+    }
+    if (rp) {
+        if (mm && round < KMC_REPAIR_ROUNDS) { /* another round: the tiles listed since the last */
+            rp->from = rp->to;
+            rp->to = rp->listed;
+            rp->go = 1;
+            return;
+        }
+        ctrl->repaired += rp->to;
+        const unsigned long long replaced = rp->replaced;
+        rp->listed = rp->from = rp->to = rp->go = 0;
+        rp->replaced = 0;
+        kmc_ctrl_decide(ctrl, e, sm + replaced, mm, of);
         return;
     }
     kmc_ctrl_decide(ctrl, e, sm, mm, of);
+}
+
+/* A split system's round of the repair (the host found a strip differing somewhere): this
+ * rank's edge tiles whose strips differ from the neighbour ranks' join the list, and the round
+ * covers the tiles listed since the last one. One block. */
+__global__ void __launch_bounds__(VALIDATE_THREADS)
+repair_round_kernel(const kmc_ctrl *ctrl, kmc_repair *rp, const int *__restrict__ edge, const int n)
+{
+    if (ctrl->done)
+        return;
+    const uint32_t stamp = kmc_repair_stamp(ctrl->accepted + ctrl->rejected);
+    for (int i = (int)threadIdx.x; i < n; i += (int)blockDim.x)
+        list_tile(rp, edge[i], stamp);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        rp->from = rp->to;
+        rp->to = rp->listed;
+        rp->go = 1;
+    }
 }
 
 __global__ void min_tau_kernel(const double *__restrict__ tau, const uint64_t n,
@@ -211,11 +279,51 @@ int pinned(void *p, size_t bytes, const char *what)
                         cudaGetErrorString(e));
 }
 
-/* Words of a split system's sums and strips (kmc_split_out): 4 sums, then the up strips and the
- * down strips of its ntc tile columns. */
+/* Words of a split system's sums and strips (kmc_split_out): SPLIT_SUMS sums, then the up
+ * strips and the down strips of its ntc tile columns. */
 size_t split_words(const kmc_geom &g)
 {
-    return 4u + 2u * (size_t)g.ntc;
+    return (size_t)SPLIT_SUMS + 2u * (size_t)g.ntc;
+}
+
+/* Tiles a round of the repair steps at once, and the grid (kmc_repair: rounds are short) */
+const int REPAIR_TPB = 2;
+const unsigned REPAIR_BLOCKS_MAX = 1024;
+
+size_t repair_smem(const kmc_system *s)
+{
+    return (size_t)REPAIR_TPB * (size_t)s->geom_repair.cells * 16u;
+}
+
+/* A round of the repair, queued on st (it does nothing when none is due). */
+int repair_launch(kmc_system *s, const kmc_model &md, cudaStream_t st)
+{
+    gpu_impl *g = impl(s);
+    unsigned blocks = (unsigned)((g->ntiles + REPAIR_TPB - 1) / REPAIR_TPB);
+    blocks = blocks < REPAIR_BLOCKS_MAX ? blocks : REPAIR_BLOCKS_MAX;
+    repair_kernel<<<blocks, 32 * REPAIR_TPB, repair_smem(s), st>>>(s->geom_repair, md, s->seed, g->b,
+                                                                   g->ctrl, g->out, g->sl, g->rp);
+    CK_LAUNCH("repair_kernel");
+    return 0;
+}
+
+/* The repair's list and round on the device (kmc_repair), for a system that has it. */
+int repair_setup(kmc_system *s)
+{
+    gpu_impl *g = impl(s);
+    CK_MALLOC(&g->d_list, (size_t)g->stored * sizeof(int), "the KMC repair list");
+    CK_MALLOC(&g->d_stamp, (size_t)g->stored * sizeof(uint32_t), "the KMC repair stamps");
+    CK(cudaMemset(g->d_stamp, 0, (size_t)g->stored * sizeof(uint32_t)));
+    CK_MALLOC(&g->rp, sizeof(kmc_repair), "the KMC repair round");
+    kmc_repair r;
+    memset(&r, 0, sizeof r);
+    r.tiles = g->d_list;
+    r.stamp = g->d_stamp;
+    CK(cudaMemcpy(g->rp, &r, sizeof r, cudaMemcpyHostToDevice));
+    if (!s->split)
+        return 0;
+    CK_MALLOC(&g->d_edge, 2 * (size_t)s->geom.ntc * sizeof(int), "the KMC edge tiles to repair");
+    return pinned(&g->h_edge, 2 * (size_t)s->geom.ntc * sizeof(int), "the KMC edge tiles to repair");
 }
 
 /* A split system's exchange buffers, its edge stream and its neighbour ranks. */
@@ -281,7 +389,7 @@ int gpu_create(kmc_system *s)
     int dev = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&g->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    if (gpu_launch(s, s->tiles_per_block))
+    if (gpu_launch(s, s->tiles_per_block) || (s->ctrl.repair && repair_setup(s)))
         return -1;
     g->host = carlo_malloc(carlo_mulsize(N, 8), "a KMC staging buffer");
     if (!g->host)
@@ -302,6 +410,11 @@ void gpu_destroy(kmc_system *s)
         cudaFree(g->b.where[k]);
     }
     cudaFree(g->out);
+    cudaFree(g->rp);
+    cudaFree(g->d_list);
+    cudaFree(g->d_stamp);
+    cudaFree(g->d_edge);
+    cudaFreeHost(g->h_edge);
     cudaFree(g->ctrl);
     cudaFree(g->acc);
     cudaFree(g->minbits);
@@ -492,7 +605,10 @@ int split_step(kmc_system *s, const kmc_model &md)
     const int ntc = s->geom.ntc, rows = s->tile_rows, R = carlo_mpi_size();
     const uint64_t k = c->accepted + c->rejected;
     const size_t row = kmc_row_bytes(s->geom), words = split_words(s->geom);
-    const kmc_split_out so = {g->d_small + 4, g->d_small + 4 + ntc, g->d_small};
+    const kmc_split_out so = {g->d_small + SPLIT_SUMS, g->d_small + SPLIT_SUMS + ntc, g->d_small};
+    const unsigned validate_blocks = (unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS);
+    if (g->rp) /* a new list */
+        CK(cudaMemsetAsync(&g->rp->listed, 0, sizeof(kmc_repair) - offsetof(kmc_repair, listed), st));
     /* the edge stream starts after what the step's stream holds: this step's control, the maps */
     CK(cudaEventRecord(g->ev_start, st));
     CK(cudaStreamWaitEvent(es, g->ev_start, 0));
@@ -511,29 +627,63 @@ int split_step(kmc_system *s, const kmc_model &md)
     CK(cudaEventRecord(g->ev_edge, es));
     /* every tile stepped, the rows on their way: the sums and strips */
     CK(cudaStreamWaitEvent(st, g->ev_edge, 0));
-    validate_kernel<<<(unsigned)((g->ntiles + VALIDATE_THREADS - 1) / VALIDATE_THREADS),
-                      VALIDATE_THREADS, 0, st>>>(s->geom, g->out, g->ctrl, g->acc, g->ntiles, g->sl, so);
+    validate_kernel<<<validate_blocks, VALIDATE_THREADS, 0, st>>>(s->geom, g->out, g->ctrl, g->acc,
+                                                                  g->ntiles, g->sl, so, g->rp);
     CK_LAUNCH("validate_kernel");
-    CK(cudaMemcpyAsync(g->h_small, g->d_small, words * 8u, cudaMemcpyDeviceToHost, st));
-    /* the step's one wait (both streams: st waited for the edge stream's last copy) */
-    CK(cudaStreamSynchronize(st));
-    if (carlo_interrupted)
-        return 0; /* not decided: the accepted state stays, and the halo rows hold it */
-    if (carlo_mpi_allgather_u8(reinterpret_cast<const uint8_t *>(g->h_small), (int)(words * 8u),
-                               reinterpret_cast<uint8_t *>(g->h_all)))
-        return -1;
-    /* every rank decides the same from every rank's sums and strips: rank r's last row lies
-     * above rank r + 1's first (periodic) */
-    u64 ev = 0, sim = 0, bad = 0, ovf = 0;
-    for (int r = 0; r < R; r++) {
-        const u64 *a = g->h_all + (size_t)r * words, *b = g->h_all + (size_t)((r + 1) % R) * words;
-        ev += a[0];
-        sim += a[1];
-        bad |= a[2];
-        ovf |= a[3];
-        for (int tj = 0; tj < ntc; tj++)
-            bad |= a[4 + ntc + tj] != b[4 + tj];
+    u64 ev = 0, sim = 0, bad = 0, ovf = 0, repaired = 0;
+    for (int round = 0;; round++) {
+        CK(cudaMemcpyAsync(g->h_small, g->d_small, words * 8u, cudaMemcpyDeviceToHost, st));
+        /* the step's one wait, unless strips differ (both streams: st waited for the edge
+         * stream's last copy) */
+        CK(cudaStreamSynchronize(st));
+        if (carlo_interrupted)
+            return 0; /* not decided: the accepted state stays, and the halo rows hold it */
+        if (carlo_mpi_allgather_u8(reinterpret_cast<const uint8_t *>(g->h_small), (int)(words * 8u),
+                                   reinterpret_cast<uint8_t *>(g->h_all)))
+            return -1;
+        /* every rank decides the same from every rank's sums and strips: rank r's last row lies
+         * above rank r + 1's first (periodic) */
+        ev = sim = bad = ovf = repaired = 0;
+        for (int r = 0; r < R; r++) {
+            const u64 *a = g->h_all + (size_t)r * words, *b = g->h_all + (size_t)((r + 1) % R) * words;
+            ev += a[0];
+            sim += a[1];
+            bad |= a[2];
+            ovf |= a[3];
+            repaired += a[4];
+            for (int tj = 0; tj < ntc; tj++)
+                bad |= a[SPLIT_SUMS + ntc + tj] != b[SPLIT_SUMS + tj];
+        }
+        if (!bad || !g->rp || round == KMC_REPAIR_ROUNDS)
+            break;
+        /* a round of the repair: this rank's edge tiles whose strips differ from the neighbours'
+         * join the list the validation made of the differing strips inside the slab */
+        const int p = carlo_mpi_rank();
+        const u64 *own = g->h_all + (size_t)p * words;
+        const u64 *up = g->h_all + (size_t)((p + R - 1) % R) * words, *dn = g->h_all + (size_t)((p + 1) % R) * words;
+        int n = 0;
+        for (int tj = 0; tj < ntc; tj++) {
+            if (own[SPLIT_SUMS + tj] != up[SPLIT_SUMS + ntc + tj])
+                g->h_edge[n++] = ntc + tj;
+            if (own[SPLIT_SUMS + ntc + tj] != dn[SPLIT_SUMS + tj])
+                g->h_edge[n++] = rows * ntc + tj;
+        }
+        if (n)
+            CK(cudaMemcpyAsync(g->d_edge, g->h_edge, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, st));
+        repair_round_kernel<<<1, VALIDATE_THREADS, 0, st>>>(g->ctrl, g->rp, g->d_edge, n);
+        CK_LAUNCH("repair_round_kernel");
+        if (repair_launch(s, md, st))
+            return -1;
+        validate_kernel<<<validate_blocks, VALIDATE_THREADS, 0, st>>>(
+            s->geom, g->out, g->ctrl, g->acc, g->ntiles, g->sl, so, g->rp, round + 1);
+        CK_LAUNCH("validate_kernel");
+        /* the edge rows again: repaired tiles may lie in them */
+        halo_pack_kernel<<<(unsigned)((2 * ntc * 64 + 255) / 256), 256, 0, st>>>(
+            s->geom, g->b, g->b.where[k & 1], rows, g->d_send, g->d_send + row);
+        CK_LAUNCH("halo_pack_kernel");
+        CK(cudaMemcpyAsync(g->h_send, g->d_send, 2 * row, cudaMemcpyDeviceToHost, st));
     }
+    c->repaired += repaired;
     kmc_ctrl_decide(c, ev, sim, bad != 0, ovf != 0);
     /* queued, not waited for: h_ctrl is written again only after the next step's wait */
     *g->h_ctrl = *c;
@@ -594,8 +744,16 @@ int gpu_advance(kmc_system *s, uint64_t budget)
                                                                      g->ctrl, g->out, g->ntiles, g->sl);
             CK_LAUNCH("step_kernel");
             validate_kernel<<<validate_blocks, VALIDATE_THREADS>>>(s->geom, g->out, g->ctrl, g->acc,
-                                                                   g->ntiles, g->sl, whole);
+                                                                   g->ntiles, g->sl, whole, g->rp);
             CK_LAUNCH("validate_kernel");
+            /* the rounds of the repair: launched every step, they return at once when none is due */
+            for (int r = 1; g->rp && r <= KMC_REPAIR_ROUNDS; r++) {
+                if (repair_launch(s, md, cudaStreamPerThread))
+                    return -1;
+                validate_kernel<<<validate_blocks, VALIDATE_THREADS>>>(
+                    s->geom, g->out, g->ctrl, g->acc, g->ntiles, g->sl, whole, g->rp, r);
+                CK_LAUNCH("validate_kernel");
+            }
         }
     }
     settle_kernel<<<settle_blocks, (unsigned)(32 * tpb)>>>(g->b, g->ctrl, g->stored);

@@ -66,23 +66,17 @@ static __device__ __forceinline__ double warp_min(double v)
 
 /* ---------- Algorithm 2: one step of every tile ---------- */
 
-/* The own tiles first_own .. ntiles - 1, one warp each (a split system steps its interior tile
- * rows and its edge rows in separate launches: tiles read only the state before the step, so
- * the launches may run in any order or at once). */
-static __global__ void __launch_bounds__(256)
-step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc_gpu_buffers b,
-            const kmc_ctrl *__restrict__ ctrl, kmc_tile_out *__restrict__ out, const int ntiles,
-            const kmc_slab sl, const int first_own = 0)
+/* Stored tile T stepped by the calling warp (warp wib of its block) with the domains of g. */
+static __device__ __forceinline__ void step_tile(const kmc_geom &g, const kmc_model &md,
+                                                 const uint64_t seed, const kmc_gpu_buffers &b,
+                                                 const kmc_ctrl *__restrict__ ctrl,
+                                                 kmc_tile_out *__restrict__ out, const kmc_slab &sl,
+                                                 const int T, const int wib)
 {
-    if (ctrl->done)
-        return;
     const double t_end = ctrl->t_end;
-    const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5);
-    const int own = first_own + (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
-    if (own >= ntiles)
-        return; /* whole warps only; nothing below synchronises the block */
-    /* T, lt: the stored tile and tile row; ti: the global tile row */
-    const int T = own + sl.first * g.ntc, lt = T / g.ntc, tj = T - lt * g.ntc;
+    const int lane = (int)(threadIdx.x & 31u);
+    /* lt: the stored tile row; ti: the global tile row */
+    const int lt = T / g.ntc, tj = T - lt * g.ntc;
     const int ti = lt - sl.first + sl.row0, h1 = g.halo + 1, P = g.P;
     const uint64_t k = ctrl->accepted + ctrl->rejected;
     const uint8_t *__restrict__ WIN = kmc_where_in(b, k);
@@ -257,6 +251,54 @@ step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc
         o.overflow = any_overflow ? 1u : 0u;
         o.pad = 0;
         out[T] = o;
+    }
+}
+
+/* The own tiles first_own .. ntiles - 1, one warp each (a split system steps its interior tile
+ * rows and its edge rows in separate launches: tiles read only the state before the step, so
+ * the launches may run in any order or at once). */
+static __global__ void __launch_bounds__(256)
+step_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc_gpu_buffers b,
+            const kmc_ctrl *__restrict__ ctrl, kmc_tile_out *__restrict__ out, const int ntiles,
+            const kmc_slab sl, const int first_own = 0)
+{
+    if (ctrl->done)
+        return;
+    const int wib = (int)(threadIdx.x >> 5);
+    const int own = first_own + (int)blockIdx.x * (int)(blockDim.x >> 5) + wib;
+    if (own >= ntiles)
+        return; /* whole warps only; nothing below synchronises the block */
+    step_tile(g, md, seed, b, ctrl, out, sl, own + sl.first * g.ntc, wib);
+}
+
+/* The repair (kmc_kernel.h) on the device: the tiles listed in this step, and the round under
+ * way. tiles[from .. to - 1] are stepped again in it; go says whether one is due. */
+struct kmc_repair {
+    int *tiles;                  /* stored tile indices, in the order they were listed */
+    uint32_t *stamp;             /* per stored tile: kmc_repair_stamp of the step that listed it */
+    unsigned listed, from, to, go;
+    unsigned long long replaced; /* simulated events of the first results the round replaced */
+};
+
+/* A round of the repair: the listed tiles stepped again with g, the repair halo's geometry,
+ * from the same state before the step; their new results replace the first ones. One warp a
+ * tile, as many tiles as the list holds whatever the grid. */
+static __global__ void __launch_bounds__(256)
+repair_kernel(const kmc_geom g, const kmc_model md, const uint64_t seed, const kmc_gpu_buffers b,
+              const kmc_ctrl *__restrict__ ctrl, kmc_tile_out *__restrict__ out, const kmc_slab sl,
+              kmc_repair *rp)
+{
+    if (ctrl->done || !rp->go)
+        return;
+    const int wib = (int)(threadIdx.x >> 5);
+    const unsigned warps = gridDim.x * (blockDim.x >> 5), to = rp->to;
+    for (unsigned i = rp->from + blockIdx.x * (blockDim.x >> 5) + (unsigned)wib; i < to; i += warps) {
+        const int T = rp->tiles[i];
+        if ((threadIdx.x & 31u) == 0)
+            atomicAdd(&rp->replaced, (unsigned long long)out[T].sim);
+        __syncwarp();
+        step_tile(g, md, seed, b, ctrl, out, sl, T, wib);
+        __syncwarp();
     }
 }
 

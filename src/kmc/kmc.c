@@ -244,7 +244,9 @@ kmc_system *kmc_create(const kmc_params *p)
         s->model.event = s->events;
     }
     kmc_geom_init(&s->geom, p->m, p->n, p->halo, s->model.nbh);
+    kmc_geom_init(&s->geom_repair, p->m, p->n, KMC_REPAIR_HALO, s->model.nbh);
     kmc_ctrl *c = &s->ctrl;
+    c->repair = p->algorithm == KMC_TILED && p->repair && p->halo < KMC_REPAIR_HALO;
     s->rate_max = rate_max(s);
     c->grow_initial = p->grow_initial;
     c->grow_after = p->grow;

@@ -52,6 +52,7 @@ typedef struct kmc_system {
     double bond, k2;             /* sos_growth */
     double rate_max;             /* the largest total rate of any configuration */
     kmc_geom geom;
+    kmc_geom geom_repair;        /* the domains of tiles stepped again (KMC_REPAIR_HALO) */
     kmc_ctrl ctrl;               /* time, counters, the adaptive step (host copy) */
     int tiles_per_block;         /* GPU launch shape, private (sys:launch): never changes the chain */
     /* the run segment under way (kmc_sys.c): its stops, NaN when none */
@@ -108,6 +109,8 @@ typedef struct kmc_params {
     const uint32_t *counts;      /* events of each of the S^(nbh + 1) configurations */
     uint32_t nevents;
     int halo;                    /* 1..7 */
+    int repair;                  /* step mismatched tiles again with halo 7 before rejecting a
+                                    step (kmc_kernel.h); nothing to do when halo = 7 */
     int tiles_per_block;         /* 1..KMC_TPB_MAX (0: the default) */
     double grow_initial, grow, shrink; /* the adaptive step's factors (Algorithm 1) */
     const int32_t *initial;      /* m x n row-major states, or NULL for all zero */

@@ -99,6 +99,8 @@ typedef struct cpu_impl {
     int first;          /* local tile row of the first own one (1 split, 0 whole) */
     int above, below;   /* split: the ranks holding the tile rows above and below this slab */
     void *slab;         /* split: this rank's own rows row-major (gathers) */
+    uint32_t *stamp;    /* per tile: the step that listed it for repair (kmc_repair_stamp) */
+    int *list;          /* the tiles listed for repair in this step */
 } cpu_impl;
 
 /* The global tile row of local tile row lt. */
@@ -130,6 +132,10 @@ static int cpu_create(kmc_system *s)
             return -1;
     }
     im->out = carlo_calloc(ntiles, sizeof *im->out, "the KMC tile results");
+    im->stamp = im->out ? carlo_calloc(ntiles, sizeof *im->stamp, "the KMC repair stamps") : NULL;
+    im->list = im->stamp ? carlo_malloc(carlo_mulsize(ntiles, sizeof *im->list), "the KMC repair list") : NULL;
+    if (!im->list)
+        return -1;
     if (im->out && s->split)
         im->slab = carlo_malloc(carlo_mulsize((size_t)s->tile_rows * KMC_TILE * (size_t)s->n,
                                               sizeof(double)), "a KMC lattice slab");
@@ -148,6 +154,8 @@ static void cpu_destroy(kmc_system *s)
         free(im->tmin[b]);
     }
     free(im->out);
+    free(im->stamp);
+    free(im->list);
     free(im->slab);
     free(im);
     s->impl = NULL;
@@ -294,9 +302,9 @@ static int cpu_halo(kmc_system *s, cpu_impl *im, int b)
  * keep the tile. The 32 lanes of the GPU kernel are a loop here; the cells an event touches
  * belong to distinct lanes, so visiting them in slot order gives what the lanes compute
  * side by side. */
-static void cpu_tile(const kmc_system *s, const cpu_impl *im, int T, int front, double t_end)
+static void cpu_tile(const kmc_system *s, const cpu_impl *im, const kmc_geom *g, int T, int front,
+                     double t_end)
 {
-    const kmc_geom *g = &s->geom;
     const kmc_model *md = &s->model;
     const uint64_t seed = s->seed;
     /* lt: the local tile row (storage), ti: the global one (sites and random numbers) */
@@ -428,33 +436,77 @@ static void cpu_tile(const kmc_system *s, const cpu_impl *im, int T, int front, 
     o->pad = 0;
 }
 
-/* Whether the strips tile T (local) shares with its down and right neighbours agree. A split
- * system's last own tile row compares with the up strips the rank below sent into the bottom
- * halo row's results. */
-static int cpu_matches(const kmc_system *s, const cpu_impl *im, int T)
+/* Which strips own tile T (local) shares with its down (bit 1) and right (bit 2) neighbours
+ * differ. A split system's last own tile row compares with the up strips the rank below sent
+ * into the bottom halo row's results. */
+static int cpu_mismatch(const kmc_system *s, const cpu_impl *im, int T, int *down, int *right)
 {
     if (!s->split)
-        return kmc_tile_matches(&s->geom, im->out, T);
+        return kmc_tile_mismatch(&s->geom, im->out, T, down, right);
     const int ntc = s->geom.ntc, lt = T / ntc, tj = T - lt * ntc;
-    const int right = lt * ntc + (tj + 1 == ntc ? 0 : tj + 1);
-    return im->out[T].chk[KMC_EDGE_DOWN] == im->out[T + ntc].chk[KMC_EDGE_UP] &&
-           im->out[T].chk[KMC_EDGE_RIGHT] == im->out[right].chk[KMC_EDGE_LEFT];
+    *down = T + ntc;
+    *right = lt * ntc + (tj + 1 == ntc ? 0 : tj + 1);
+    return (im->out[T].chk[KMC_EDGE_DOWN] != im->out[*down].chk[KMC_EDGE_UP]) |
+           ((im->out[T].chk[KMC_EDGE_RIGHT] != im->out[*right].chk[KMC_EDGE_LEFT]) << 1);
+}
+
+/* Own tile T joins the step's repair list unless it is there already. */
+static void cpu_list(cpu_impl *im, int T, uint32_t stamp, int *n)
+{
+    if (im->stamp[T] != stamp) {
+        im->stamp[T] = stamp;
+        im->list[(*n)++] = T;
+    }
+}
+
+/* The step's strips compared: 1 when any own tile's differ from its down or right neighbour's.
+ * With repair, the own tiles on either side of a differing strip join the list; a split
+ * system's first own tile row also compares its up strips with the down strips the rank above
+ * sent (the rank above counts that mismatch; this rank lists its own tile). */
+static uint32_t cpu_check(const kmc_system *s, cpu_impl *im, uint32_t stamp, int *n)
+{
+    const int ntc = s->geom.ntc, T0 = im->first * ntc;
+    const int T1 = T0 + (s->split ? s->tile_rows : s->geom.ntr) * ntc, repair = (int)s->ctrl.repair;
+    uint32_t bad = 0;
+    for (int T = T0; T < T1; T++) {
+        int down, right;
+        const int d = cpu_mismatch(s, im, T, &down, &right);
+        bad |= d != 0;
+        if (!repair)
+            continue;
+        if (d || (s->split && T < T0 + ntc &&
+                  im->out[T].chk[KMC_EDGE_UP] != im->out[T - ntc].chk[KMC_EDGE_DOWN]))
+            cpu_list(im, T, stamp, n);
+        if ((d & 1) && down < T1)
+            cpu_list(im, down, stamp, n);
+        if (d & 2)
+            cpu_list(im, right, stamp, n);
+    }
+    return bad;
 }
 
 /* A split system's up strips of its first tile row to the rank above, the rank below's into the
- * bottom halo row's results. */
+ * bottom halo row's results; with repair, also the down strips of its last row to the rank
+ * below, the rank above's into the top halo row's. */
 static int cpu_send_strips(const kmc_system *s, cpu_impl *im)
 {
-    const int ntc = s->geom.ntc;
-    uint64_t *buf = (uint64_t *)im->slab; /* free between gathers: 8 n rows >= 2 ntc words */
-    for (int tj = 0; tj < ntc; tj++)
+    const int ntc = s->geom.ntc, bottom = (s->tile_rows + 1) * ntc, last = s->tile_rows * ntc;
+    uint64_t *buf = (uint64_t *)im->slab; /* free between gathers: 8 n rows >= 4 ntc words */
+    for (int tj = 0; tj < ntc; tj++) {
         buf[tj] = im->out[ntc + tj].chk[KMC_EDGE_UP];
+        buf[2 * ntc + tj] = im->out[last + tj].chk[KMC_EDGE_DOWN];
+    }
+    const int bytes = (int)(sizeof *buf * (size_t)ntc);
     if (carlo_mpi_sendrecv_u8((const uint8_t *)buf, im->above, (uint8_t *)(buf + ntc), im->below,
-                              (int)(sizeof *buf * (size_t)ntc), 30))
+                              bytes, 30) ||
+        (s->ctrl.repair && carlo_mpi_sendrecv_u8((const uint8_t *)(buf + 2 * ntc), im->below,
+                                                 (uint8_t *)(buf + 3 * ntc), im->above, bytes, 31)))
         return -1;
-    const int bottom = (s->tile_rows + 1) * ntc;
-    for (int tj = 0; tj < ntc; tj++)
+    for (int tj = 0; tj < ntc; tj++) {
         im->out[bottom + tj].chk[KMC_EDGE_UP] = buf[ntc + tj];
+        if (s->ctrl.repair)
+            im->out[tj].chk[KMC_EDGE_DOWN] = buf[3 * ntc + tj];
+    }
     return 0;
 }
 
@@ -471,30 +523,49 @@ static int cpu_advance(kmc_system *s, uint64_t budget)
         /* a step of a few tiles is shorter than waking the threads */
 #pragma omp parallel for schedule(dynamic, 4) if (ntiles > 64)
         for (int T = T0; T < T0 + ntiles; T++)
-            cpu_tile(s, im, T, front, t_end);
+            cpu_tile(s, im, &s->geom, T, front, t_end);
         if (carlo_interrupted)
             return 0; /* not decided: the accepted state stays, done stays 0 */
-        if (s->split && cpu_send_strips(s, im))
-            return -1;
-        uint64_t ev = 0, sim = 0;
-        uint32_t bad = 0, ovf = 0;
-#pragma omp parallel for schedule(static) reduction(+ : ev, sim) reduction(| : bad, ovf) if (ntiles > 1024)
-        for (int T = T0; T < T0 + ntiles; T++) {
-            bad |= (uint32_t)!cpu_matches(s, im, T);
-            ev += im->out[T].events;
-            sim += im->out[T].sim;
-            ovf |= im->out[T].overflow;
-        }
-        if (s->split) { /* every rank decides the same from the sums over all of them */
-            int64_t sums[4] = {(int64_t)ev, (int64_t)sim, bad, ovf};
-            if (carlo_mpi_sum_i64(sums, 4))
+        /* compare, and step the tiles around differing strips again (kmc_kernel.h) */
+        const uint32_t stamp = kmc_repair_stamp(c->accepted + c->rejected);
+        int listed = 0, repaired = 0;
+        uint64_t replaced = 0;
+        /* events, simulated events, mismatch, overflow, tiles repaired: every rank decides the
+         * same from the sums over all of them */
+        int64_t sums[5];
+        for (int round = 0;; round++) {
+            if (s->split && cpu_send_strips(s, im))
                 return -1;
-            ev = (uint64_t)sums[0];
-            sim = (uint64_t)sums[1];
-            bad = sums[2] != 0;
-            ovf = sums[3] != 0;
+            const uint32_t bad = cpu_check(s, im, stamp, &listed);
+            uint64_t ev = 0, sim = 0;
+            uint32_t ovf = 0;
+#pragma omp parallel for schedule(static) reduction(+ : ev, sim) reduction(| : ovf) if (ntiles > 1024)
+            for (int T = T0; T < T0 + ntiles; T++) {
+                ev += im->out[T].events;
+                sim += im->out[T].sim;
+                ovf |= im->out[T].overflow;
+            }
+            sums[0] = (int64_t)ev;
+            sums[1] = (int64_t)(sim + replaced);
+            sums[2] = bad;
+            sums[3] = ovf;
+            sums[4] = repaired;
+            if (s->split && carlo_mpi_sum_i64(sums, 5))
+                return -1;
+            if (!sums[2] || !c->repair || round == KMC_REPAIR_ROUNDS)
+                break;
+            const int from = repaired;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : replaced) if (listed - from > 1)
+            for (int i = from; i < listed; i++) {
+                replaced += im->out[im->list[i]].sim;
+                cpu_tile(s, im, &s->geom_repair, im->list[i], front, t_end);
+            }
+            repaired = listed;
+            if (carlo_interrupted)
+                return 0;
         }
-        kmc_ctrl_decide(c, ev, sim, bad, ovf);
+        c->repaired += (uint64_t)sums[4];
+        kmc_ctrl_decide(c, (uint64_t)sums[0], (uint64_t)sums[1], sums[2] != 0, sums[3] != 0);
         /* an accepted step's new state needs its halo rows; a rejected one kept the old */
         if (s->split && c->last_accepted && cpu_halo(s, im, (int)c->front))
             return -1;

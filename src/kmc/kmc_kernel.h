@@ -441,14 +441,47 @@ typedef struct kmc_tile_out {
     uint32_t pad;
 } kmc_tile_out;
 
+/* Which strips tile T shares with its down (bit 1) and right (bit 2) neighbours differ; the
+ * neighbours in *down and *right. */
+CARLO_HD int kmc_tile_mismatch(const kmc_geom *g, const kmc_tile_out *out, int T, int *down,
+                               int *right)
+{
+    int ti = T / g->ntc, tj = T - ti * g->ntc;
+    *down = (ti + 1 == g->ntr ? 0 : ti + 1) * g->ntc + tj;
+    *right = ti * g->ntc + (tj + 1 == g->ntc ? 0 : tj + 1);
+    return (out[T].chk[KMC_EDGE_DOWN] != out[*down].chk[KMC_EDGE_UP]) |
+           ((out[T].chk[KMC_EDGE_RIGHT] != out[*right].chk[KMC_EDGE_LEFT]) << 1);
+}
+
 /* The strips a tile shares with its down and right neighbours agree. */
 CARLO_HD int kmc_tile_matches(const kmc_geom *g, const kmc_tile_out *out, int T)
 {
-    int ti = T / g->ntc, tj = T - ti * g->ntc;
-    int down = (ti + 1 == g->ntr ? 0 : ti + 1) * g->ntc + tj;
-    int right = ti * g->ntc + (tj + 1 == g->ntc ? 0 : tj + 1);
-    return out[T].chk[KMC_EDGE_DOWN] == out[down].chk[KMC_EDGE_UP] &&
-           out[T].chk[KMC_EDGE_RIGHT] == out[right].chk[KMC_EDGE_LEFT];
+    int down, right;
+    return !kmc_tile_mismatch(g, out, T, &down, &right);
+}
+
+/* ---------- repair: mismatched tiles stepped again with a wider halo ----------
+ *
+ * Agreeing strips everywhere make a step exact whatever halo each tile was stepped with: the
+ * earliest wrong event of any tile would need a wrong neighbour state in its ring, which lies
+ * in a strip its neighbour computed as its own cells, and that strip would differ. So where
+ * strips differ, the tiles on both sides are stepped again over the same interval with the
+ * widest halo (KMC_REPAIR_HALO) from the same state before the step, their results replace the
+ * first ones, and the strips are compared again; only a step that still mismatches after
+ * KMC_REPAIR_ROUNDS such rounds is rejected. The trajectory is the waiting-time method's either
+ * way (the same events at the same times); what changes is how often the whole lattice redoes
+ * a step, so the adaptive step settles longer (Algorithm 1 on top of this). A round happens
+ * when any strip of the lattice differs and fewer than KMC_REPAIR_ROUNDS rounds have run; it
+ * steps the tiles on either side of a differing strip that it has not stepped again yet. Every
+ * backend applies these same rules, so the steps, accepted or not, are the same everywhere. */
+#define KMC_REPAIR_HALO KMC_HALO_MAX
+#define KMC_REPAIR_ROUNDS 2
+
+/* The stamp tiles listed for repair carry in step k (k = steps decided before it): never 0,
+ * which marks a tile never listed. */
+CARLO_HD uint32_t kmc_repair_stamp(uint64_t k)
+{
+    return (uint32_t)(k % 0xffffffffull) + 1u;
 }
 
 /* ---------- the adaptive time step (Algorithm 1) ---------- */
@@ -479,7 +512,8 @@ typedef struct kmc_ctrl {
     uint32_t done;
     uint32_t overflow;
     uint32_t last_accepted, last_matched;
-    uint32_t pad;
+    uint32_t repair;         /* mismatched tiles are stepped again with KMC_REPAIR_HALO */
+    uint64_t repaired;       /* tiles stepped again so, in all steps */
 } kmc_ctrl;
 
 /* Choose the end of the next adaptive step, or set done. */

@@ -331,7 +331,7 @@ static int l_kmc(lua_State *L)
     static const char *const keys[] = {"model", "m", "n", "bond", "k2", "states", "neighbourhood",
                                        "rates", "init", "seed", "device", "algorithm", "halo",
                                        "grow_initial", "grow", "shrink", "quiet",
-                                       "tiles_per_block", "decompose", NULL};
+                                       "tiles_per_block", "decompose", "repair", NULL};
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
     rename_keys(L, where);
@@ -382,6 +382,7 @@ static int l_kmc(lua_State *L)
     p.grow = carlo_arg_num(L, 1, where, "grow", 0, 1.03, 1, 0, INFINITY, 0);
     p.shrink = carlo_arg_num(L, 1, where, "shrink", 0, 0.5, 0, 0, 1, 0);
     p.split = carlo_arg_bool(L, 1, where, "decompose", 0); /* tile rows over the MPI ranks */
+    p.repair = carlo_arg_bool(L, 1, where, "repair", 1); /* mismatched tiles again, halo 7 */
     kmc_system *s = kmc_create(&p);
     if (!s)
         return carlo_raise(L, where);
@@ -470,6 +471,7 @@ static void push_counters(lua_State *L, const kmc_system *s)
                      c->accepted ? (double)c->events / ((double)c->accepted * ntiles) : 0.0);
     carlo_lua_setnum(L, "work_per_event", c->events ? (double)c->simulated / (double)c->events : 0.0);
     carlo_lua_setint(L, "domain_events", (long long)c->domain_events);
+    carlo_lua_setint(L, "repaired", (long long)c->repaired);
     carlo_lua_setnum(L, "dt", c->dt);
     carlo_lua_setnum(L, "grow", c->grow);
 }
@@ -626,6 +628,8 @@ static int index_field(lua_State *L, carlo_sys *c, const char *k)
         lua_pushstring(L, kind_name(s));
     else if (strcmp(k, "halo") == 0)
         lua_pushinteger(L, s->geom.halo);
+    else if (strcmp(k, "repair") == 0)
+        lua_pushboolean(L, s->ctrl.repair != 0);
     else if (strcmp(k, "dt") == 0)
         lua_pushnumber(L, s->ctrl.dt);
     else if (strcmp(k, "neighbourhood") == 0)

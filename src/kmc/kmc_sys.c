@@ -282,13 +282,15 @@ int kmc_checkpoint(kmc_system *s, carlo_frame *f)
     double time[4] = {c->t, c->dt, c->grow, c->rate_est};
     uint64_t counters[6] = {c->events, c->simulated, c->accepted, c->rejected, c->rejected_once,
                             c->domain_events};
+    uint64_t repair[2] = {c->repair, c->repaired};
     if (carlo_frame_add_string(f, "carlo/model", "kmc") ||
         carlo_frame_add_u64(f, "configuration/step", s->step) ||
         carlo_frame_add_u64(f, "carlo/seed", s->seed) ||
         carlo_frame_add_copy(f, "kmc/shape", CARLO_I32, 8, 1, shape) ||
         carlo_frame_add_copy(f, "kmc/params", CARLO_F64, 5, 1, params) ||
         carlo_frame_add_copy(f, "kmc/time", CARLO_F64, 4, 1, time) ||
-        carlo_frame_add_copy(f, "kmc/counters", CARLO_U64, 6, 1, counters) || add_states(s, f, 0) ||
+        carlo_frame_add_copy(f, "kmc/counters", CARLO_U64, 6, 1, counters) ||
+        carlo_frame_add_copy(f, "kmc/repair", CARLO_U64, 2, 1, repair) || add_states(s, f, 0) ||
         (s->split && carlo_frame_add_u64(f, "kmc/split", 1)))
         return -1;
     if (s->model.kind == KMC_TABLE) {
@@ -367,6 +369,14 @@ kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device)
     /* a split system's checkpoint holds the whole lattice: split again over the ranks now, on
      * the device asked for */
     p.split = carlo_frame_find(f, "kmc/split") != NULL;
+    /* checkpoints from before the repair (kmc_kernel.h) go on without it, as they ran */
+    const uint64_t *repair = NULL;
+    if (carlo_frame_find(f, "kmc/repair")) {
+        repair = carlo_frame_expect(f, "kmc/repair", CARLO_U64, 2, 1);
+        if (!repair)
+            return NULL;
+    }
+    p.repair = repair && repair[0];
     if (p.kind == KMC_TABLE) {
         if ((p.nbh != 4 && p.nbh != 8) || p.S < 2 || p.S > 256 ||
             kmc_ipow((uint32_t)p.S, p.nbh + 1) > KMC_CONFIGS_MAX) {
@@ -411,6 +421,7 @@ kmc_system *kmc_restore(const carlo_frame *f, carlo_device_kind device)
     c->rejected = counters[3];
     c->rejected_once = counters[4] != 0;
     c->domain_events = counters[5];
+    c->repaired = repair ? repair[1] : 0;
     if (!isfinite(c->t) || c->t < 0 || !(c->dt >= 0) || !(c->grow > 1) || !isfinite(c->grow)) {
         carlo_seterr("bad kmc/time");
         kmc_destroy(s);

@@ -38,6 +38,7 @@ struct emu_impl {
     kmc_gpu_buffers b;
     kmc_tile_out *out;
     int ntiles;
+    kmc_repair rp; /* the repair's list and round (kmc_kernel.h) */
 };
 
 struct step_args {
@@ -51,6 +52,14 @@ static void step_body(void *p)
     const kmc_slab whole = {0, 0};
     step_kernel(a->s->geom, a->s->model, a->s->seed, a->im->b, &a->s->ctrl, a->im->out, a->im->ntiles,
                 whole);
+}
+
+static void repair_body(void *p)
+{
+    step_args *a = static_cast<step_args *>(p);
+    const kmc_slab whole = {0, 0};
+    repair_kernel(a->s->geom_repair, a->s->model, a->s->seed, a->im->b, &a->s->ctrl, a->im->out, whole,
+                  &a->im->rp);
 }
 
 static void settle_body(void *p)
@@ -73,6 +82,8 @@ static int emu_create(kmc_system *s)
         im->b.where[k] = static_cast<uint8_t *>(calloc((size_t)im->ntiles, 1));
     }
     im->out = static_cast<kmc_tile_out *>(calloc((size_t)im->ntiles, sizeof(kmc_tile_out)));
+    im->rp.tiles = static_cast<int *>(calloc((size_t)im->ntiles, sizeof(int)));
+    im->rp.stamp = static_cast<uint32_t *>(calloc((size_t)im->ntiles, sizeof(uint32_t)));
     return 0;
 }
 
@@ -87,6 +98,8 @@ static void emu_destroy(kmc_system *s)
         free(im->b.where[k]);
     }
     free(im->out);
+    free(im->rp.tiles);
+    free(im->rp.stamp);
     free(im);
     s->impl = NULL;
 }
@@ -119,7 +132,17 @@ static int emu_get_state(kmc_system *s, int32_t *x, double *tau, uint32_t *cnt)
     return 0;
 }
 
-/* the step kernel emulated; the checksum comparison and the decision as in validate_kernel */
+/* Tile X joins the step's repair list unless it is there already (as cuda/kmc.cu's list_tile). */
+static void emu_list(kmc_repair *rp, int X, uint32_t stamp)
+{
+    if (rp->stamp[X] != stamp) {
+        rp->stamp[X] = stamp;
+        rp->tiles[rp->listed++] = X;
+    }
+}
+
+/* the step and repair kernels emulated; the checksum comparison, the rounds of the repair and
+ * the decision as in validate_kernel */
 static int emu_advance(kmc_system *s, uint64_t budget)
 {
     emu_impl *im = static_cast<emu_impl *>(s->impl);
@@ -131,15 +154,40 @@ static int emu_advance(kmc_system *s, uint64_t budget)
            (size_t)im->ntiles);
     for (uint64_t k = 0; k < budget && !s->ctrl.done; k++) {
         launch(blocks, 32 * tpb, (size_t)tpb * (size_t)s->geom.cells * 16, step_body, &a);
-        uint64_t ev = 0, sim = 0;
-        uint32_t bad = 0, ovf = 0;
-        for (int T = 0; T < im->ntiles; T++) {
-            bad |= !kmc_tile_matches(&s->geom, im->out, T);
-            ev += im->out[T].events;
-            sim += im->out[T].sim;
-            ovf |= im->out[T].overflow;
+        const uint32_t stamp = kmc_repair_stamp(s->ctrl.accepted + s->ctrl.rejected);
+        kmc_repair *rp = &im->rp;
+        uint64_t ev, sim;
+        uint32_t bad, ovf;
+        for (int round = 0;; round++) {
+            ev = sim = 0;
+            bad = ovf = 0;
+            for (int T = 0; T < im->ntiles; T++) {
+                int down, right;
+                const int d = kmc_tile_mismatch(&s->geom, im->out, T, &down, &right);
+                bad |= d != 0;
+                if (d && s->ctrl.repair) {
+                    emu_list(rp, T, stamp);
+                    if (d & 1)
+                        emu_list(rp, down, stamp);
+                    if (d & 2)
+                        emu_list(rp, right, stamp);
+                }
+                ev += im->out[T].events;
+                sim += im->out[T].sim;
+                ovf |= im->out[T].overflow;
+            }
+            if (!bad || !s->ctrl.repair || round == KMC_REPAIR_ROUNDS)
+                break;
+            rp->from = rp->to;
+            rp->to = rp->listed;
+            rp->go = 1;
+            /* a grid smaller than the list: the warps go round it */
+            launch(2, 64, 2 * (size_t)s->geom_repair.cells * 16, repair_body, &a);
         }
-        kmc_ctrl_decide(&s->ctrl, ev, sim, bad, ovf);
+        s->ctrl.repaired += rp->to;
+        kmc_ctrl_decide(&s->ctrl, ev, sim + rp->replaced, bad, ovf);
+        rp->listed = rp->from = rp->to = rp->go = 0;
+        rp->replaced = 0;
     }
     launch(blocks, 32 * tpb, 0, settle_body, &a);
     return 0;
@@ -190,11 +238,14 @@ static double glauber(int x, const int *nb, int k, int *to)
     return 1.0 / (1.0 + exp(0.4 * 2 * (2 * x - 1) * h));
 }
 
+static int with_repair; /* the systems make() makes step mismatched tiles again */
+
 static kmc_system *make(const model_spec *ms, int m, int n, int halo, int tpb, kmc_algorithm alg,
                         carlo_device_kind dev, uint64_t seed)
 {
     kmc_params p;
     memset(&p, 0, sizeof p);
+    p.repair = with_repair;
     p.m = m;
     p.n = n;
     p.algorithm = alg;
@@ -294,10 +345,11 @@ static void compare(const char *name, const model_spec *ms, int m, int n, int ha
     const kmc_ctrl *g = &gpu->ctrl, *c = &cpu->ctrl;
     CHECK(name, rc == 0 && d_ser == 0 && d_cpu == 0 && g->t == ser->ctrl.t && g->events == ser->ctrl.events &&
                     g->accepted == c->accepted && g->rejected == c->rejected && g->simulated == c->simulated &&
-                    g->rejected > 0,
-          "rc %d; %ld sites differ from serial, %ld from cpu; steps %llu/%llu vs %llu/%llu", rc, d_ser,
-          d_cpu, (unsigned long long)g->accepted, (unsigned long long)g->rejected,
-          (unsigned long long)c->accepted, (unsigned long long)c->rejected);
+                    g->rejected > 0 && g->repaired == c->repaired && (g->repaired > 0) == (with_repair != 0),
+          "rc %d; %ld sites differ from serial, %ld from cpu; steps %llu/%llu vs %llu/%llu, repaired %llu "
+          "vs %llu", rc, d_ser, d_cpu, (unsigned long long)g->accepted, (unsigned long long)g->rejected,
+          (unsigned long long)c->accepted, (unsigned long long)c->rejected,
+          (unsigned long long)g->repaired, (unsigned long long)c->repaired);
     kmc_destroy(gpu);
     kmc_destroy(cpu);
     kmc_destroy(ser);
@@ -548,6 +600,11 @@ int main(void)
     compare("unit/kmc-warp/three-state-moore", &three, 16, 16, 2, 4, 1000);
     compare("unit/kmc-warp/glauber-halo1", &ising, 16, 24, 1, 3, 1000);
     compare("unit/kmc-warp/copies-8x16", &sos1, 8, 16, 5, 1, 600);
+    /* the repair: lists longer than the grid, rounds, the results replaced in place */
+    with_repair = 1;
+    compare("unit/kmc-warp/sos-phi1-repair", &sos1, 16, 16, 3, 2, 3000);
+    compare("unit/kmc-warp/three-state-moore-repair", &three, 16, 24, 2, 4, 2000);
+    with_repair = 0;
     split_compare("unit/kmc-warp/split-1-rank", &sos1, 16, 16, 3, 1);
     split_compare("unit/kmc-warp/split-2-ranks", &sos1, 24, 16, 3, 2);
     split_compare("unit/kmc-warp/split-3-ranks-moore", &three, 32, 16, 2, 3);

@@ -32,7 +32,7 @@ struct emu_dim {
     unsigned x, y, z;
 };
 
-static emu_dim threadIdx, blockIdx, blockDim;
+static emu_dim threadIdx, blockIdx, blockDim, gridDim;
 
 enum { LANE_STACK = 1 << 18, GUARD = 512 };
 
@@ -279,6 +279,7 @@ static inline void emu_run_warp(unsigned b, unsigned w)
 static inline int emu_launch(unsigned blocks, unsigned threads, size_t smem, void (*body)(void *), void *ctx)
 {
     blockDim = {threads, 1, 1};
+    gridDim = {blocks, 1, 1};
     const size_t nd = (smem + 7) / 8;
     double *mem = static_cast<double *>(malloc((nd + 2 * GUARD) * sizeof(double)));
     for (int l = 0; l < 32; l++)
