@@ -73,7 +73,7 @@ struct gpu_impl {
     unsigned long long *d_small, *h_small, *h_all;
     kmc_ctrl *h_ctrl; /* the host's decision, uploaded from page-locked memory without a wait */
     cudaStream_t edge; /* the edge tile rows' stream: halo rows in, step, rows out */
-    cudaEvent_t ev_start, ev_edge;
+    cudaEvent_t ev_start, ev_edge, ev_small;
     int rows_pending; /* the step just accepted: its edge rows still to go to the neighbours */
     int above, below;
 };
@@ -184,6 +184,15 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
         so.sums[2] = mm;
         so.sums[3] = of;
         so.sums[4] = rp ? rp->to : 0u;
+        /* strips differ inside this slab, so a round is due whatever the other ranks found: it
+         * starts on the tiles listed here while the host gathers the edge strips */
+        if (rp && mm && round < KMC_REPAIR_ROUNDS) {
+            rp->from = rp->to;
+            rp->to = rp->listed;
+            rp->go = 1;
+        } else if (rp) {
+            rp->go = 0;
+        }
         return;
     }
     if (rp) {
@@ -205,7 +214,8 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
 
 /* A split system's round of the repair (the host found a strip differing somewhere): this
  * rank's edge tiles whose strips differ from the neighbour ranks' join the list, and the round
- * covers the tiles listed since the last one. One block. */
+ * covers the tiles listed since the repair launched last (which took the ones the validation
+ * listed, if it started the round). One block. */
 __global__ void __launch_bounds__(VALIDATE_THREADS)
 repair_round_kernel(const kmc_ctrl *ctrl, kmc_repair *rp, const int *__restrict__ edge, const int n)
 {
@@ -349,6 +359,7 @@ int split_setup(kmc_system *s)
     CK(cudaStreamCreateWithPriority(&g->edge, cudaStreamNonBlocking, greatest));
     CK(cudaEventCreateWithFlags(&g->ev_start, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&g->ev_edge, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&g->ev_small, cudaEventDisableTiming));
     g->h_all = static_cast<unsigned long long *>(
         carlo_malloc(carlo_mulsize((size_t)n, small), "the KMC step sums of every rank"));
     g->slab = carlo_malloc(carlo_mulsize((size_t)s->tile_rows * 64u * (size_t)s->geom.ntc, 8),
@@ -434,6 +445,8 @@ void gpu_destroy(kmc_system *s)
         cudaEventDestroy(g->ev_start);
     if (g->ev_edge)
         cudaEventDestroy(g->ev_edge);
+    if (g->ev_small)
+        cudaEventDestroy(g->ev_small);
     free(g->host);
     free(g->slab);
     free(g);
@@ -587,15 +600,18 @@ int split_rows_in(kmc_system *s, cudaStream_t st, bool between = false)
 }
 
 /* One step of a split system, decided on the host from the sums over the ranks (as the CPU
- * split does), with one host synchronisation. The interior tile rows (2 .. rows - 1 of the
+ * split does), with one host synchronisation when no strip differs. The interior tile rows (2 .. rows - 1 of the
  * stored ones), which read no halo row, run on the step's stream while the last accepted
  * step's edge rows cross to the neighbours and, on the edge stream, fill the halo rows; then
  * the two edge tile rows run and are packed and brought to the host (they become the
  * neighbours' halo rows if this step is accepted). The sums and the edge strips of every rank
  * reach every rank in one gather; each compares every rank's last row's down strips with the
- * next rank's up strips, so all decide the same. s->ctrl is on the device when called and
- * after; an accepted step's rows are sent by the next step (of this batch or the next) or by
- * split_flush. */
+ * next rank's up strips, so all decide the same. Where strips differ (kmc_kernel.h's repair),
+ * each round of the repair costs one more synchronisation and gather: a rank whose slab has
+ * differing strips starts the round on its tiles at once, as the round is then due whatever the
+ * gather brings, and adds the edge tiles the gather shows differing. s->ctrl is on the device
+ * when called and after; an accepted step's rows are sent by the next step (of this batch or
+ * the next) or by split_flush. */
 int split_step(kmc_system *s, const kmc_model &md)
 {
     typedef unsigned long long u64;
@@ -633,9 +649,13 @@ int split_step(kmc_system *s, const kmc_model &md)
     u64 ev = 0, sim = 0, bad = 0, ovf = 0, repaired = 0;
     for (int round = 0;; round++) {
         CK(cudaMemcpyAsync(g->h_small, g->d_small, words * 8u, cudaMemcpyDeviceToHost, st));
+        CK(cudaEventRecord(g->ev_small, st));
+        /* the round the validation started, if strips differ inside the slab */
+        if (g->rp && repair_launch(s, md, st))
+            return -1;
         /* the step's one wait, unless strips differ (both streams: st waited for the edge
          * stream's last copy) */
-        CK(cudaStreamSynchronize(st));
+        CK(cudaEventSynchronize(g->ev_small));
         if (carlo_interrupted)
             return 0; /* not decided: the accepted state stays, and the halo rows hold it */
         if (carlo_mpi_allgather_u8(reinterpret_cast<const uint8_t *>(g->h_small), (int)(words * 8u),
@@ -657,7 +677,7 @@ int split_step(kmc_system *s, const kmc_model &md)
         if (!bad || !g->rp || round == KMC_REPAIR_ROUNDS)
             break;
         /* a round of the repair: this rank's edge tiles whose strips differ from the neighbours'
-         * join the list the validation made of the differing strips inside the slab */
+         * join it (the tiles around differing strips inside the slab are under way) */
         const int p = carlo_mpi_rank();
         const u64 *own = g->h_all + (size_t)p * words;
         const u64 *up = g->h_all + (size_t)((p + R - 1) % R) * words, *dn = g->h_all + (size_t)((p + 1) % R) * words;

@@ -20,11 +20,13 @@
 #include "mpi/mpi.h"
 #include "system/system_lua.h"
 
-/* Defaults measured with scripts/bench.lua kmc variants (BENCHMARKS.md): on the GPU a tile
- * without events costs next to nothing, so a wider halo (longer steps) pays off where events
- * are rare; on the CPU every domain cell is work. */
+/* Defaults measured with scripts/bench.lua kmc variants (BENCHMARKS.md): with the repair
+ * (kmc_kernel.h) a narrow halo no longer shortens the steps much, as the few tiles that
+ * mismatch are stepped again with halo 7, so on the GPU halo 3 does the least work short of
+ * the halos whose repairs cost more than they save (within 20% of the best halo at bond = 1, 2
+ * and 3 at n = 4096); on the CPU every domain cell is work. */
 #define KMC_HALO_DEFAULT_CPU 4
-#define KMC_HALO_DEFAULT_GPU 5
+#define KMC_HALO_DEFAULT_GPU 3
 
 static const char *const ALGORITHMS[] = {"tiled", "serial", "bkl", NULL};
 static const char *const DEVICES[] = {"auto", "cpu", "gpu", NULL};

@@ -31,11 +31,11 @@ local function both(args)
   return g, carlo.kmc(b)
 end
 
--- the GPU's defaults: halo 5 (1 without neighbour dependence), two tiles per block
+-- the GPU's defaults: halo 3 (1 without neighbour dependence), two tiles per block
 do
   local g = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = 2, seed = 1, device = "gpu" }
   local z = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = 0, seed = 1, device = "gpu" }
-  check.ok("gpu/kmc/defaults", g.halo == 5 and g:launch().tiles_per_block == 2 and z.halo == 1,
+  check.ok("gpu/kmc/defaults", g.halo == 3 and g:launch().tiles_per_block == 2 and z.halo == 1,
     ("halo %d, tiles_per_block %d, bond = 0 halo %d"):format(g.halo, g:launch().tiles_per_block, z.halo))
 end
 

@@ -4,7 +4,7 @@
 -- steps, a time stop and a change of bond, the gathered lattices, clocks and draw counters, t,
 -- the event and step counters and the observables must be identical bit for bit. The CPU
 -- systems get the GPU's halo (tests/gpu/kmc.lua's rule: the default halos differ, 4 on the CPU
--- and 5 on the GPU; the state at a model time does not depend on the halo, the steps do, and a
+-- and 3 on the GPU; the state at a model time does not depend on the halo, the steps do, and a
 -- run of events stops at the first step boundary past its count). Cases: sos_growth at
 -- bond = 0.3 and bond = 1 (rejected steps) on m = 40 (five tile rows: uneven slabs, one tile
 -- row a rank on 4), an 8-neighbour user model (diagonal halo cells), halo = 7 (the whole halo
