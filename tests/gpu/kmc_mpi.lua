@@ -78,6 +78,7 @@ if not load_from then
       "split GPU " .. s[1] .. " vs CPU " .. s[3] .. " vs split CPU " .. s[4])
     if c.name == "sos_bond1" then
       check(c.name .. "_rejections", split:counters().rejected > 0, "no step was rejected")
+      check(c.name .. "_repairs", split:counters().repaired > 0, "no tile was stepped again")
     end
     lines[#lines + 1] = c.name .. " " .. s[1]
     -- single steps, a time stop and a change of bond

@@ -94,9 +94,9 @@ end
 function M.split_state(sys)
   local c, k, o = sys:clocks(), sys:counters(), sys:observe()
   local f = M.fingerprint
-  return ("t=%.17g events=%d step=%d accepted=%d rejected=%d simulated=%d dt=%.17g x=%s tau=%s " ..
-    "draws=%s mean=%.17g width=%.17g min=%d max=%d steps=%.17g n_1=%d"):format(sys.t, sys.events,
-    sys.step, k.accepted, k.rejected, k.simulated, k.dt, f(sys:snapshot().state:totable()),
+  return ("t=%.17g events=%d step=%d accepted=%d rejected=%d repaired=%d simulated=%d dt=%.17g x=%s " ..
+    "tau=%s draws=%s mean=%.17g width=%.17g min=%d max=%d steps=%.17g n_1=%d"):format(sys.t, sys.events,
+    sys.step, k.accepted, k.rejected, k.repaired, k.simulated, k.dt, f(sys:snapshot().state:totable()),
     f(c.tau:totable()), f(c.draws:totable()), o.mean, o.width, o.min, o.max,
     o.step_fraction or -1, o.n_1 or -1)
 end

@@ -1,7 +1,7 @@
 -- tests/mpi/kmc_split.lua OUT [CHECKPOINT STAGE] — KMC lattices split into slabs of tile rows
 -- over however many ranks run this (decompose = true), against the same systems unsplit (run
 -- on rank 0, their results broadcast): after 1e5 events of sos_growth (bond = 0.3 and
--- bond = 1, both with rejected steps) and 2e4 of an 8-neighbour user model, the gathered
+-- bond = 1, both with rejected steps and tiles stepped again) and 2e4 of an 8-neighbour user model, the gathered
 -- lattices, clocks and draw counters, t, events, the step counters and the observables must be
 -- identical (and another seed or halo must not be). m = 40 is five tile rows: 2, 3 and 4 ranks
 -- get uneven slabs. Rank 0 writes fingerprints to OUT (tests/mpi/kmc_split.sh compares the
@@ -52,6 +52,7 @@ if not load_from then
     check(c.name .. "_run", sa == sb, "split " .. sa .. " vs unsplit " .. sb)
     if c.name == "sos_bond1" then
       check(c.name .. "_rejections", a:counters().rejected > 0, "no step was rejected")
+      check(c.name .. "_repairs", a:counters().repaired > 0, "no tile was stepped again")
     end
     lines[#lines + 1] = c.name .. " " .. sa
     -- single steps, a time stop and a change of bond
