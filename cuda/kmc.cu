@@ -1,15 +1,17 @@
 /* kmc.cu — the GPU backend of lattice KMC (the "tiled" algorithm of kmc_kernel.h).
  * Algorithm 2 (kmc_step.cuh): one warp per tile, its domain in shared memory; tiles without
  * an event in a step are not copied (kmc_gpu_buffers). Algorithm 1 runs on the device as
- * well: a second kernel compares the edge checksums and its last block accepts or rejects the
- * step and plans the next (the same kmc_ctrl_decide as the CPU), so a batch of steps is
- * queued without a round trip. A split system (decompose = true, carlo-mpi(7)) keeps its
+ * well: a second kernel compares the edge checksums, lists the tiles around differing strips
+ * for the repair (kmc_kernel.h; repair_kernel steps them again, the checksums are compared
+ * again), and its last block starts a round of the repair or accepts or rejects the step and
+ * plans the next (the same kmc_ctrl_decide as the CPU), so a batch of steps is queued without a
+ * round trip. A split system (decompose = true, carlo-mpi(7)) keeps its
  * rank's slab of tile rows with a halo tile row above and below: each step's sums and edge
  * strips are gathered from every rank and the step decided on the host (the same
  * kmc_ctrl_decide); an accepted step's first tile row goes to the rank above and its last to
  * the rank below, staged through page-locked host memory, to become their halo rows. One host
- * synchronisation a step (split_step): the rows travel while the next step's interior tile rows
- * run. */
+ * synchronisation a step, and one more a round of the repair (split_step): the rows travel
+ * while the next step's interior tile rows run. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

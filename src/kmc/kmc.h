@@ -5,7 +5,8 @@
  * (sos_growth) or of the user's rates.
  *
  * Three algorithms share one system type and one backend table:
- *   tiled  — the paper's parallel scheme (kmc_kernel.h): kmc_cpu.c (OpenMP) or cuda/kmc.cu;
+ *   tiled  — the paper's parallel scheme, with mismatched tiles repaired (kmc_kernel.h):
+ *            kmc_cpu.c (OpenMP) or cuda/kmc.cu;
  *   serial — the plain waiting-time method: the same random numbers, the same trajectory
  *            bit for bit (the reference of the tests; kmc_serial.c);
  *   bkl    — Bortz-Kalos-Lebowitz with a binary tree of rates: statistically equivalent,
@@ -136,7 +137,7 @@ int kmc_set_states(kmc_system *s, const int32_t *x, uint32_t draw);
 int kmc_set_sos(kmc_system *s, double bond, double k2);
 
 /* One step of length dt from the accepted state (tiled only): *accepted when every strip
- * matched (or force), *matched whether they did, *events the tile events of that step. The
+ * matched after the repair's rounds (or force), *matched whether they did, *events the tile events of that step. The
  * adaptive dt is left alone. dt at most KMC_TRY_EVENTS_MAX / (the mean total rate of a site). */
 int kmc_try_step(kmc_system *s, double dt, int force, int *accepted, int *matched,
                  uint64_t *events);

@@ -26,7 +26,9 @@
  * inside a frozen ring one cell wide (the fixed boundary). Only the tile is kept. Each tile
  * sums a 64-bit hash of (time, site, new state) of every event in four edge strips two cells
  * wide (its own edge row or column and the neighbour's) over the step; neighbouring tiles
- * must agree on the strip they share, else the step is rejected. The paper sums event times;
+ * must agree on the strip they share, else the tiles on both sides are stepped again with the
+ * widest halo (the repair, below) and, if strips still differ, the step is rejected. The paper
+ * sums event times;
  * hashing the site and new state too also catches a different outcome at the same time, which
  * user models with several events per site can produce.
  *
