@@ -111,7 +111,8 @@ typedef struct kmc_params {
     uint32_t nevents;
     int halo;                    /* 1..7 */
     int repair;                  /* step mismatched tiles again with halo 7 before rejecting a
-                                    step (kmc_kernel.h); nothing to do when halo = 7 */
+                                    step (kmc_kernel.h); nothing to do when halo = 7. Lua's
+                                    default is 1; 0 (a zeroed struct) is the paper's scheme */
     int tiles_per_block;         /* 1..KMC_TPB_MAX (0: the default) */
     double grow_initial, grow, shrink; /* the adaptive step's factors (Algorithm 1) */
     const int32_t *initial;      /* m x n row-major states, or NULL for all zero */

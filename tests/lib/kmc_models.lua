@@ -22,6 +22,31 @@ function M.diff(sa, sb, mod)
   return bad
 end
 
+-- n single steps of sys (sys:try_step), dt growing by 1.6 after an accepted step and halving
+-- after a rejected one, each accepted step compared with ref (the serial method) run over the
+-- same interval. Returns the steps accepted, the steps rejected, the wrong ones (an accepted step
+-- that differs from ref, a rejected one that changed the state) and the accepted steps after
+-- which counters().repaired had grown.
+function M.try_steps(sys, ref, n, dt)
+  local accepted, rejected, wrong, repaired = 0, 0, 0, 0
+  for _ = 1, n do
+    local before, r0 = M.full(sys), sys:counters().repaired
+    if sys:try_step(dt) then
+      accepted = accepted + 1
+      ref:run{ time = dt }
+      local a, b = M.full(sys), M.full(ref)
+      if M.diff(a, b) ~= 0 or a.t ~= b.t or a.events ~= b.events then wrong = wrong + 1 end
+      if sys:counters().repaired > r0 then repaired = repaired + 1 end
+      dt = dt * 1.6
+    else
+      rejected = rejected + 1
+      if M.diff(M.full(sys), before) ~= 0 then wrong = wrong + 1 end
+      dt = dt * 0.5
+    end
+  end
+  return accepted, rejected, wrong, repaired
+end
+
 -- Glauber dynamics of the Ising model as a lattice gas: state 0 / 1 is spin -1 / +1, a spin
 -- flips at rate 1 / (1 + exp(beta dE)), dE the energy change (J = 1).
 function M.glauber(beta)

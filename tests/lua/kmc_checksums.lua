@@ -9,8 +9,10 @@ carlo.threads(1)
 
 local full = models.full
 
+-- the checksums themselves: every difference rejects the step (tests/lua/kmc_repair.lua tests
+-- the repair)
 local function pair(bond, seed)
-  local a = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = seed }
+  local a = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = seed, repair = false }
   local b = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = seed, algorithm = "serial" }
   return a, b
 end
@@ -44,46 +46,21 @@ end
 -- accepted ones are exact, the rejected ones leave the state alone, and both kinds occur.
 for _, bond in ipairs{ 1, 3 } do
   local s, ref = pair(bond, 30 + bond)
-  local dt, accepted, rejected, wrong = 1e-3, 0, 0, 0
-  for _ = 1, 60 do
-    local ok = s:try_step(dt)
-    if ok then
-      accepted = accepted + 1
-      ref:run{ time = dt }
-      if not same_snap(full(s), full(ref)) then
-        wrong = wrong + 1
-      end
-      dt = dt * 1.6
-    else
-      rejected = rejected + 1
-      dt = dt * 0.5
-    end
-  end
+  local accepted, rejected, wrong = models.try_steps(s, ref, 60, 1e-3)
   check.ok("lua/kmc/accepted-steps-exact-bond" .. bond, wrong == 0 and accepted >= 20 and rejected >= 5,
-    ("%d accepted (%d wrong), %d rejected"):format(accepted, wrong, rejected))
+    ("%d accepted, %d rejected, %d wrong"):format(accepted, rejected, wrong))
 end
 
 -- A user model with two outcomes per event: a different outcome at the same time must also
 -- be caught (the checksum hashes the new state, not only the time).
 do
-  local a = carlo.kmc{ states = 3, neighbourhood = 8, rates = models.three_state(0.5), m = 32, n = 32,
-                       seed = 12 }
-  local b = carlo.kmc{ states = 3, neighbourhood = 8, rates = models.three_state(0.5), m = 32, n = 32,
-                       seed = 12, algorithm = "serial" }
-  local dt, accepted, rejected, wrong = 1e-3, 0, 0, 0
-  for _ = 1, 60 do
-    if a:try_step(dt) then
-      accepted = accepted + 1
-      b:run{ time = dt }
-      if not same_snap(full(a), full(b)) then wrong = wrong + 1 end
-      dt = dt * 1.6
-    else
-      rejected = rejected + 1
-      dt = dt * 0.5
-    end
+  local function three(alg)
+    return carlo.kmc{ states = 3, neighbourhood = 8, rates = models.three_state(0.5), m = 32, n = 32,
+                      seed = 12, algorithm = alg, repair = false }
   end
+  local accepted, rejected, wrong = models.try_steps(three(), three("serial"), 60, 1e-3)
   check.ok("lua/kmc/accepted-steps-exact-three-state", wrong == 0 and accepted >= 20 and rejected >= 5,
-    ("%d accepted (%d wrong), %d rejected"):format(accepted, wrong, rejected))
+    ("%d accepted, %d rejected, %d wrong"):format(accepted, rejected, wrong))
 end
 
 check.raises("lua/kmc/try-step-needs-tiled", function()
