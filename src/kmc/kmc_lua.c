@@ -20,13 +20,19 @@
 #include "mpi/mpi.h"
 #include "system/system_lua.h"
 
-/* Defaults measured with scripts/bench.lua kmc variants (BENCHMARKS.md): with the repair
- * (kmc_kernel.h) a narrow halo no longer shortens the steps much, as the few tiles that
- * mismatch are stepped again with halo 7, so on the GPU halo 3 does the least work short of
- * the halos whose repairs cost more than they save (within 20% of the best halo at bond = 1, 2
- * and 3 at n = 4096); on the CPU every domain cell is work. */
+/* Defaults measured with scripts/bench.lua kmc fig3 and variants (BENCHMARKS.md). On the CPU
+ * every domain cell is work: halo 4, and the repair (kmc_kernel.h), which makes the steps
+ * longer, at every size. On the GPU a step of a small lattice costs its kernel launches more
+ * than its work, and the repair's rounds add launches to every step: below KMC_GPU_REPAIR_TILES
+ * tiles (n = 1024 square) halo 5 without the repair is faster. From there the repair pays, and
+ * from KMC_GPU_HALO3_TILES (n = 2048) a narrow halo does too: the few tiles that mismatch are
+ * stepped again with halo 7, so halo 3 does the least work short of the halos whose repairs
+ * cost more than they save. The defaults go by the whole lattice, split or not. */
 #define KMC_HALO_DEFAULT_CPU 4
-#define KMC_HALO_DEFAULT_GPU 3
+#define KMC_HALO_DEFAULT_GPU 5
+#define KMC_HALO_DEFAULT_GPU_LARGE 3
+#define KMC_GPU_REPAIR_TILES 16384
+#define KMC_GPU_HALO3_TILES 65536
 
 static const char *const ALGORITHMS[] = {"tiled", "serial", "bkl", NULL};
 static const char *const DEVICES[] = {"auto", "cpu", "gpu", NULL};
@@ -372,9 +378,13 @@ static int l_kmc(lua_State *L)
     /* Events that never depend on the neighbours (sos_growth at bond = 0, a table whose events
      * are the same in every neighbourhood) keep tiles independent: the narrowest halo is then
      * exact without a single rejected step and does the least work. */
-    const int halo_default = neighbour_free(&p) ? 1
-                             : p.device == CARLO_GPU ? KMC_HALO_DEFAULT_GPU
-                                                     : KMC_HALO_DEFAULT_CPU;
+    const int64_t tiles = (int64_t)(p.m / KMC_TILE) * (p.n / KMC_TILE);
+    const int gpu = p.device == CARLO_GPU;
+    int halo_default = KMC_HALO_DEFAULT_CPU;
+    if (neighbour_free(&p))
+        halo_default = 1;
+    else if (gpu)
+        halo_default = tiles >= KMC_GPU_HALO3_TILES ? KMC_HALO_DEFAULT_GPU_LARGE : KMC_HALO_DEFAULT_GPU;
     p.halo = (int)carlo_arg_int(L, 1, where, "halo", 0, halo_default, 1, KMC_HALO_MAX);
     if (carlo_arg_has(L, 1, "tiles_per_block")) /* a launch shape: private since the system layer */
         carlo_lua_renamed(where, "tiles_per_block", "sys:launch{ tiles_per_block = }");
@@ -384,7 +394,8 @@ static int l_kmc(lua_State *L)
     p.grow = carlo_arg_num(L, 1, where, "grow", 0, 1.03, 1, 0, INFINITY, 0);
     p.shrink = carlo_arg_num(L, 1, where, "shrink", 0, 0.5, 0, 0, 1, 0);
     p.split = carlo_arg_bool(L, 1, where, "decompose", 0); /* tile rows over the MPI ranks */
-    p.repair = carlo_arg_bool(L, 1, where, "repair", 1); /* mismatched tiles again, halo 7 */
+    /* mismatched tiles again, halo 7 */
+    p.repair = carlo_arg_bool(L, 1, where, "repair", !gpu || tiles >= KMC_GPU_REPAIR_TILES);
     kmc_system *s = kmc_create(&p);
     if (!s)
         return carlo_raise(L, where);

@@ -15,44 +15,56 @@ local function same(name, a, b, steps)
   local ok = bad == 0 and sa.t == sb.t and sa.events == sb.events
   if steps then
     ok = ok and ta.accepted == tb.accepted and ta.rejected == tb.rejected and ta.simulated == tb.simulated
-      and sa.step == sb.step
+      and ta.repaired == tb.repaired and sa.step == sb.step
   end
   return check.ok(name, ok, ("%d sites differ; t %.17g vs %.17g; events %d vs %d; steps %d/%d vs %d/%d")
     :format(bad, sa.t, sb.t, sa.events, sb.events, ta.accepted, ta.rejected, tb.accepted, tb.rejected))
 end
 
--- the CPU system gets the GPU's halo (the defaults differ), so that the steps compare too
+-- the CPU system gets the GPU's halo and repair (the defaults differ), so that the steps
+-- compare too
 local function both(args)
   local a, b = {}, {}
   for k, v in pairs(args) do a[k] = v; b[k] = v end
   a.device, b.device = "gpu", "cpu"
   local g = carlo.kmc(a)
-  b.halo = g.halo
+  b.halo, b.repair = g.halo, g.repair
   return g, carlo.kmc(b)
 end
 
--- the GPU's defaults: halo 3 (1 without neighbour dependence), two tiles per block
+-- the GPU's defaults: two tiles per block; halo 5 without the repair below 16384 tiles, halo 5
+-- with it below 65536, halo 3 with it from there (1, nothing to repair, without neighbour
+-- dependence)
 do
-  local g = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = 2, seed = 1, device = "gpu" }
-  local z = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = 0, seed = 1, device = "gpu" }
-  check.ok("gpu/kmc/defaults", g.halo == 3 and g:launch().tiles_per_block == 2 and z.halo == 1,
-    ("halo %d, tiles_per_block %d, bond = 0 halo %d"):format(g.halo, g:launch().tiles_per_block, z.halo))
+  local function d(side, bond)
+    local g = carlo.kmc{ model = "sos_growth", m = side, n = side, bond = bond, seed = 1, device = "gpu" }
+    return ("%d %s"):format(g.halo, tostring(g.repair)), g:launch().tiles_per_block
+  end
+  local small, tpb = d(64, 2)
+  local zero, mid, large = d(64, 0), d(1024, 1), d(2048, 1)
+  check.ok("gpu/kmc/defaults", small == "5 false" and tpb == 2 and zero == "1 false" and mid == "5 true"
+    and large == "3 true", ("64: %s, tiles_per_block %d; bond = 0: %s; 1024: %s; 2048: %s")
+    :format(small, tpb, zero, mid, large))
 end
 
--- sos_growth at every bond, against the CPU backend and (for 64 x 64) the serial method
+-- sos_growth at every bond, with the repair and without, against the CPU backend and (for
+-- 64 x 64) the serial method
 for _, bond in ipairs{ 0, 1, 2, 3 } do
-  local g, c = both{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = 5 }
-  g:run{ events = 100000 }
-  c:run{ events = 100000 }
-  same("gpu/kmc/bitwise-bond" .. bond, g, c, true)
-  local s = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = 5, algorithm = "serial" }
-  s:run{ time = g.t }
-  same("gpu/kmc/equals-serial-bond" .. bond, g, s)
+  for _, repair in ipairs{ false, true } do
+    local name = bond .. (repair and "-repair" or "")
+    local g, c = both{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = 5, repair = repair }
+    g:run{ events = 100000 }
+    c:run{ events = 100000 }
+    same("gpu/kmc/bitwise-bond" .. name, g, c, true)
+    local s = carlo.kmc{ model = "sos_growth", m = 64, n = 64, bond = bond, seed = 5, algorithm = "serial" }
+    s:run{ time = g.t }
+    same("gpu/kmc/equals-serial-bond" .. name, g, s)
+  end
 end
 
--- a larger lattice, several chunks (each run re-uploads the control state)
+-- a larger lattice, several chunks (each run re-uploads the control state), with the repair
 do
-  local g, c = both{ model = "sos_growth", m = 512, n = 256, bond = 1, seed = 9 }
+  local g, c = both{ model = "sos_growth", m = 512, n = 256, bond = 1, seed = 9, repair = true }
   for _ = 1, 3 do
     g:run{ time = 2 }
     c:run{ time = 2 }
@@ -60,13 +72,15 @@ do
   same("gpu/kmc/bitwise-512x256", g, c, true)
 end
 
--- every halo and launch shape (the cells an event touches on distinct lanes for each stride)
+-- every halo and launch shape (the cells an event touches on distinct lanes for each stride),
+-- with the repair (none at halo 7)
 for _, halo in ipairs{ 1, 2, 3, 4, 5, 6, 7 } do
-  local c = carlo.kmc{ model = "sos_growth", m = 64, n = 128, bond = 2, seed = 13, halo = halo, device = "cpu" }
+  local c = carlo.kmc{ model = "sos_growth", m = 64, n = 128, bond = 2, seed = 13, halo = halo, device = "cpu",
+                       repair = true }
   c:run{ events = 30000 }
   for _, tpb in ipairs{ 1, 3, 8 } do
     local g = carlo.kmc{ model = "sos_growth", m = 64, n = 128, bond = 2, seed = 13, halo = halo,
-                         device = "gpu" }
+                         device = "gpu", repair = true }
     g:launch{ tiles_per_block = tpb }
     g:run{ events = 30000 }
     same(("gpu/kmc/bitwise-halo%d-tiles%d"):format(halo, tpb), g, c, true)
@@ -126,7 +140,7 @@ do
   c:run{ events = 100000 }
   same("gpu/kmc/bitwise-glauber", g, c, true)
   g, c = both{ states = 3, neighbourhood = 8, rates = models.three_state(0.3), m = 32, n = 48, seed = 4,
-               init = 1, halo = 3 }
+               init = 1, halo = 3, repair = true }
   g:run{ events = 50000 }
   c:run{ events = 50000 }
   same("gpu/kmc/bitwise-three-state-8-neighbours", g, c, true)

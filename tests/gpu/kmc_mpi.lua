@@ -34,6 +34,9 @@ local function make(base, extra, device, split, halo)
   for k, v in pairs(base) do t[k] = v end
   for k, v in pairs(extra or {}) do t[k] = v end
   t.halo = halo or t.halo
+  -- the repair on both devices unless a case says (the GPU's default leaves it off on small
+  -- lattices, the CPU's does not)
+  if t.repair == nil then t.repair = true end
   return carlo.kmc(t)
 end
 
@@ -79,6 +82,9 @@ if not load_from then
     if c.name == "sos_bond1" then
       check(c.name .. "_rejections", split:counters().rejected > 0, "no step was rejected")
       check(c.name .. "_repairs", split:counters().repaired > 0, "no tile was stepped again")
+    elseif c.name == "sos_bond1_no_repair" then
+      check(c.name .. "_none", not split.repair and split:counters().repaired == 0 and split:counters().rejected > 0,
+        "repaired without the repair, or nothing rejected")
     end
     lines[#lines + 1] = c.name .. " " .. s[1]
     -- single steps, a time stop and a change of bond

@@ -141,6 +141,7 @@ function M.split_cases()
   return {
     { name = "sos_bond0.3", base = M.SOS, extra = { bond = 0.3 }, events = 100000 },
     { name = "sos_bond1", base = M.SOS, extra = { bond = 1.0 }, events = 100000 },
+    { name = "sos_bond1_no_repair", base = M.SOS, extra = { bond = 1.0, repair = false }, events = 100000 },
     { name = "user_8nbh", base = { m = 40, n = 32, states = 2, neighbourhood = 8, rates = M.flips8,
                                    init = "random", seed = 9 }, events = 20000 },
   }

@@ -53,6 +53,9 @@ if not load_from then
     if c.name == "sos_bond1" then
       check(c.name .. "_rejections", a:counters().rejected > 0, "no step was rejected")
       check(c.name .. "_repairs", a:counters().repaired > 0, "no tile was stepped again")
+    elseif c.name == "sos_bond1_no_repair" then
+      check(c.name .. "_none", not a.repair and a:counters().repaired == 0 and a:counters().rejected > 0,
+        "repaired without the repair, or nothing rejected")
     end
     lines[#lines + 1] = c.name .. " " .. sa
     -- single steps, a time stop and a change of bond
