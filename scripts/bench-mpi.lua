@@ -41,7 +41,8 @@
 -- slowest rank's time). Prints "ROW part ranks L value halo gpu" on rank 0 (kmc parts:
 -- "ROW part ranks m events/s lattice steps/s gpu").
 -- The kmc parts take KMC_HALO (the model's halo; its default when unset) and KMC_REPAIR (0: no
--- repair of mismatched tiles, the paper's scheme; carlo-kmc(7)).
+-- repair of mismatched tiles, the paper's scheme; 1: the repair; its default when unset;
+-- carlo-kmc(7)).
 -- For a quick check without GPUs, the kmc parts take KMC_SIDE (4096; a multiple of 8) and
 -- DEVICE=cpu: `mpirun -np 2 build/carlo scripts/bench-mpi.lua kmc` with KMC_SIDE=64 DEVICE=cpu;
 -- the hard parts HARD_SIDE (1520; even) and DEVICE=cpu likewise, the shapes part SHAPES_N (2^19).
@@ -140,8 +141,10 @@ elseif part == "kmc" or part == "kmc_split1" or part == "kmc_big" then
   assert(part ~= "kmc_big" or R == 1, "bench-mpi.lua: kmc_big runs on one rank")
   local split = R > 1 or part == "kmc_split1"
   local halo = os.getenv("KMC_HALO") and math.tointeger(tonumber(os.getenv("KMC_HALO")))
+  local repair = nil -- the model's default unless KMC_REPAIR is set
+  if os.getenv("KMC_REPAIR") then repair = os.getenv("KMC_REPAIR") ~= "0" end
   local sys = carlo.kmc{ model = "sos_growth", bond = 1, m = n * copies, n = n, seed = 1, device = device,
-                         decompose = split, quiet = true, halo = halo, repair = os.getenv("KMC_REPAIR") ~= "0" }
+                         decompose = split, quiet = true, halo = halo, repair = repair }
   local per = n * n * copies
   sys:run{ events = 10 * per, quiet = true }
   local rate, steps = counted(sys, function() sys:run{ events = 5 * per, quiet = true } end,

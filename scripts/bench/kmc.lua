@@ -2,7 +2,7 @@
 -- (2024), Fig. 3, and the GPU launch variants, each table measured in one run.
 --
 --   build/carlo scripts/bench.lua kmc [fig3 | variants | all] [factor=F] [nmin=N] [nmax=N]
---                                     [bond=0,1,2,3] [halos=1,2,3,4,5,6,7] [repair=1] [halo=H]
+--                                     [bond=0,1,2,3] [halos=1,2,3,4,5,6,7] [repair=0|1] [halo=H]
 --
 -- (bond is the paper's phi; phi= is its old name here. repair=0: mismatched tiles are not
 -- stepped again, every mismatch rejects the step as in the paper; carlo-kmc(7). halo=: fig3's
@@ -44,13 +44,14 @@ for i, a in ipairs(args) do
     mode = a
   else
     error("kmc bench: usage: kmc [fig3 | variants | all] [factor=F] [nmin=N] [nmax=N] [bond=0,1,2,3]"
-      .. " [halos=1,2,3,4,5,6,7] [repair=1] [halo=H]"
+      .. " [halos=1,2,3,4,5,6,7] [repair=0|1] [halo=H]"
       .. " (got " .. a .. ")")
   end
 end
 local gpu = #carlo.devices().gpus > 0
 local device = gpu and "gpu" or "cpu"
-local repair = opt.repair ~= "0"
+local repair = nil -- the model's default unless repair= is given
+if opt.repair then repair = opt.repair ~= "0" end
 local bonds = {}
 for p in (opt.bond or "0,1,2,3"):gmatch("[^,]+") do bonds[#bonds + 1] = tonumber(p) end
 
@@ -123,7 +124,8 @@ local function fig3()
   local top = tonumber(opt.nmax) or (gpu and 4096 or 256)
   print(("Fig. 3: sos_growth, n x n, relax %g n^2 events, time %g n^2 (median of 3); tiled on %s%s; "
     .. "BKL on 1 CPU thread; halo %s, repair %s"):format(F, F, device, gpu and (" (" .. carlo.devices().gpus[1].name .. ")")
-      or (" (" .. carlo.threads() .. " threads; no GPU)"), opt.halo or "default", repair and "on" or "off"))
+      or (" (" .. carlo.threads() .. " threads; no GPU)"), opt.halo or "default",
+      repair == nil and "default" or (repair and "on" or "off")))
   print(("%6s %4s %12s %12s %8s %12s %10s %10s %9s %6s %6s %10s %8s"):format("n", "bond", "tiled ev/s",
     "BKL ev/s", "ratio", "domain ev/s", "ev/tile/st", "dom ev/t/s", "rejected", "work", "steps",
     "paper ev/t", "paper st"))
