@@ -84,9 +84,6 @@ gpu_impl *impl(kmc_system *s) { return static_cast<gpu_impl *>(s->impl); }
 
 /* ---------- Algorithm 1: compare the strips, decide, plan ---------- */
 
-/* The step's sums over the tiles stepped; the last block decides (whole lattice) or leaves
- * them in so.sums for the host to reduce over the ranks (split: the last own tile row's down
- * strips are compared on the host, the rank below's up strips being there). */
 /* Tile X joins the step's repair list unless it is there already. */
 __device__ void list_tile(kmc_repair *rp, int X, uint32_t stamp)
 {
@@ -96,9 +93,11 @@ __device__ void list_tile(kmc_repair *rp, int X, uint32_t stamp)
 
 /* After the step and after each repair round: the strips compared, the tiles on either side of
  * a differing one listed (rp, when the system has the repair; a split system's edge tiles whose
- * strips differ from the neighbour ranks' are listed by the host), the sums taken. Whole
- * lattice: the last block starts the next round (rp->go) or decides. Split: the sums go to
- * so.sums for the host, which compares the edge strips and decides. */
+ * strips differ from the neighbour ranks' are listed by the host), the sums over the tiles
+ * stepped taken. Whole lattice: the last block starts the next round (rp->go) or decides.
+ * Split: the sums go to so.sums for the host to reduce over the ranks (the last own tile row's
+ * down strips are compared there, the rank below's up strips being there), and the last block
+ * starts a round on the rank's own listed tiles when strips differ inside the slab. */
 __global__ void __launch_bounds__(VALIDATE_THREADS)
 validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl *ctrl,
                 kmc_acc *acc, const int ntiles, const kmc_slab sl, const kmc_split_out so,
@@ -602,10 +601,10 @@ int split_rows_in(kmc_system *s, cudaStream_t st, bool between = false)
 }
 
 /* One step of a split system, decided on the host from the sums over the ranks (as the CPU
- * split does), with one host synchronisation when no strip differs. The interior tile rows (2 .. rows - 1 of the
- * stored ones), which read no halo row, run on the step's stream while the last accepted
- * step's edge rows cross to the neighbours and, on the edge stream, fill the halo rows; then
- * the two edge tile rows run and are packed and brought to the host (they become the
+ * split does), with one host synchronisation when no strip differs. The interior tile rows
+ * (2 .. rows - 1 of the stored ones), which read no halo row, run on the step's stream while the
+ * last accepted step's edge rows cross to the neighbours and, on the edge stream, fill the halo
+ * rows; then the two edge tile rows run and are packed and brought to the host (they become the
  * neighbours' halo rows if this step is accepted). The sums and the edge strips of every rank
  * reach every rank in one gather; each compares every rank's last row's down strips with the
  * next rank's up strips, so all decide the same. Where strips differ (kmc_kernel.h's repair),
@@ -682,7 +681,8 @@ int split_step(kmc_system *s, const kmc_model &md)
          * join it (the tiles around differing strips inside the slab are under way) */
         const int p = carlo_mpi_rank();
         const u64 *own = g->h_all + (size_t)p * words;
-        const u64 *up = g->h_all + (size_t)((p + R - 1) % R) * words, *dn = g->h_all + (size_t)((p + 1) % R) * words;
+        const u64 *up = g->h_all + (size_t)((p + R - 1) % R) * words;
+        const u64 *dn = g->h_all + (size_t)((p + 1) % R) * words;
         int n = 0;
         for (int tj = 0; tj < ntc; tj++) {
             if (own[SPLIT_SUMS + tj] != up[SPLIT_SUMS + ntc + tj])

@@ -133,7 +133,8 @@ static int cpu_create(kmc_system *s)
     }
     im->out = carlo_calloc(ntiles, sizeof *im->out, "the KMC tile results");
     im->stamp = im->out ? carlo_calloc(ntiles, sizeof *im->stamp, "the KMC repair stamps") : NULL;
-    im->list = im->stamp ? carlo_malloc(carlo_mulsize(ntiles, sizeof *im->list), "the KMC repair list") : NULL;
+    im->list = im->stamp ? carlo_malloc(carlo_mulsize(ntiles, sizeof *im->list), "the KMC repair list")
+                         : NULL;
     if (!im->list)
         return -1;
     if (im->out && s->split)

@@ -20,7 +20,8 @@ for _, case in ipairs{
   { "sos-bond1", sos, 20 },
   { "sos-bond2", function(e) e.bond = 2 return sos(e) end, 10 },
   { "three-state-moore", function(e)
-      e.states, e.neighbourhood, e.rates, e.m, e.n, e.seed, e.halo = 3, 8, models.three_state(0.5), 32, 48, 8, 2
+      e.states, e.neighbourhood, e.rates = 3, 8, models.three_state(0.5)
+      e.m, e.n, e.seed, e.halo = 32, 48, 8, 2
       return carlo.kmc(e)
     end, 20 },
 } do
@@ -67,7 +68,8 @@ end
 -- Halo 7 is the repair's halo: nothing to step again.
 -- On the CPU the repair is the default at every size (the GPU's: tests/gpu/kmc.lua).
 check.ok("lua/kmc/repair-off-at-halo7", not sos{ halo = 7 }.repair and sos{}.repair
-  and carlo.kmc{ model = "sos_growth", m = 8, n = 8, bond = 1, seed = 1, device = "cpu" }.repair, "sys.repair")
+  and carlo.kmc{ model = "sos_growth", m = 8, n = 8, bond = 1, seed = 1, device = "cpu" }.repair,
+  "sys.repair")
 check.raises("lua/kmc/error-repair-not-boolean", function() sos{ repair = 1 } end, "carlo.kmc", "repair")
 
 -- Checkpoints keep the choice and the count, and continue bit for bit.
