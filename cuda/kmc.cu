@@ -113,10 +113,9 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
         int down = 0, right = 0, d;
         if (so.sums) {
             const int lt = T / g.ntc, tj = T - lt * g.ntc, last = ntiles / g.ntc;
-            right = lt * g.ntc + (tj + 1 == g.ntc ? 0 : tj + 1);
-            down = lt == last ? -1 : T + g.ntc; /* the halo row's tile: the host lists */
-            d = (lt < last && out[T].chk[KMC_EDGE_DOWN] != out[T + g.ntc].chk[KMC_EDGE_UP]) |
-                ((out[T].chk[KMC_EDGE_RIGHT] != out[right].chk[KMC_EDGE_LEFT]) << 1);
+            d = kmc_slab_mismatch(&g, out, T, &down, &right);
+            if (lt == last)
+                d &= 2; /* the down strips go to the host, which compares and lists them */
             if (lt == 1)
                 so.up[tj] = out[T].chk[KMC_EDGE_UP];
             if (lt == last)
@@ -187,7 +186,7 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
         so.sums[4] = rp ? rp->to : 0u;
         /* strips differ inside this slab, so a round is due whatever the other ranks found: it
          * starts on the tiles listed here while the host gathers the edge strips */
-        if (rp && mm && round < KMC_REPAIR_ROUNDS) {
+        if (kmc_repair_due(rp != nullptr, mm, round)) {
             rp->from = rp->to;
             rp->to = rp->listed;
             rp->go = 1;
@@ -197,7 +196,7 @@ validate_kernel(const kmc_geom g, const kmc_tile_out *__restrict__ out, kmc_ctrl
         return;
     }
     if (rp) {
-        if (mm && round < KMC_REPAIR_ROUNDS) { /* another round: the tiles listed since the last */
+        if (kmc_repair_due(1u, mm, round)) { /* another round: the tiles listed since the last */
             rp->from = rp->to;
             rp->to = rp->listed;
             rp->go = 1;
@@ -675,7 +674,7 @@ int split_step(kmc_system *s, const kmc_model &md)
             for (int tj = 0; tj < ntc; tj++)
                 bad |= a[SPLIT_SUMS + ntc + tj] != b[SPLIT_SUMS + tj];
         }
-        if (!bad || !g->rp || round == KMC_REPAIR_ROUNDS)
+        if (!kmc_repair_due(g->rp != nullptr, bad != 0, round))
             break;
         /* a round of the repair: this rank's edge tiles whose strips differ from the neighbours'
          * join it (the tiles around differing strips inside the slab are under way) */

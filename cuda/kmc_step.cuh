@@ -335,27 +335,6 @@ settle_kernel(const kmc_gpu_buffers b, const kmc_ctrl *__restrict__ ctrl, const 
     }
 }
 
-/* Whether stored tile T's right strip agrees with its right neighbour's (the same tile row). */
-static __host__ __device__ __forceinline__ int kmc_right_matches(const kmc_geom &g,
-                                                                const kmc_tile_out *out, int T)
-{
-    const int lt = T / g.ntc, tj = T - lt * g.ntc;
-    const int right = lt * g.ntc + (tj + 1 == g.ntc ? 0 : tj + 1);
-    return out[T].chk[KMC_EDGE_RIGHT] == out[right].chk[KMC_EDGE_LEFT];
-}
-
-/* Whether stored tile T's strips agree with its down and right neighbours': on a slab the tile
- * below the last own row is the bottom halo row's, whose up strips the rank below sent. */
-static __host__ __device__ __forceinline__ int kmc_split_matches(const kmc_geom &g,
-                                                                const kmc_tile_out *out, int T,
-                                                                int split)
-{
-    if (!split)
-        return kmc_tile_matches(&g, out, T);
-    return out[T].chk[KMC_EDGE_DOWN] == out[T + g.ntc].chk[KMC_EDGE_UP] &&
-           kmc_right_matches(g, out, T);
-}
-
 /* ---------- a split system's halo tile rows ---------- */
 
 /* Bytes of one tile row in the exchange: states, draw counters, then clocks. */

@@ -442,13 +442,8 @@ static void cpu_tile(const kmc_system *s, const cpu_impl *im, const kmc_geom *g,
  * into the bottom halo row's results. */
 static int cpu_mismatch(const kmc_system *s, const cpu_impl *im, int T, int *down, int *right)
 {
-    if (!s->split)
-        return kmc_tile_mismatch(&s->geom, im->out, T, down, right);
-    const int ntc = s->geom.ntc, lt = T / ntc, tj = T - lt * ntc;
-    *down = T + ntc;
-    *right = lt * ntc + (tj + 1 == ntc ? 0 : tj + 1);
-    return (im->out[T].chk[KMC_EDGE_DOWN] != im->out[*down].chk[KMC_EDGE_UP]) |
-           ((im->out[T].chk[KMC_EDGE_RIGHT] != im->out[*right].chk[KMC_EDGE_LEFT]) << 1);
+    return s->split ? kmc_slab_mismatch(&s->geom, im->out, T, down, right)
+                    : kmc_tile_mismatch(&s->geom, im->out, T, down, right);
 }
 
 /* Own tile T joins the step's repair list unless it is there already. */
@@ -553,7 +548,7 @@ static int cpu_advance(kmc_system *s, uint64_t budget)
             sums[4] = repaired;
             if (s->split && carlo_mpi_sum_i64(sums, 5))
                 return -1;
-            if (!sums[2] || !c->repair || round == KMC_REPAIR_ROUNDS)
+            if (!kmc_repair_due(c->repair, sums[2] != 0, round))
                 break;
             const int from = repaired;
 #pragma omp parallel for schedule(dynamic, 1) reduction(+ : replaced) if (listed - from > 1)

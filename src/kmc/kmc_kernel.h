@@ -455,11 +455,17 @@ CARLO_HD int kmc_tile_mismatch(const kmc_geom *g, const kmc_tile_out *out, int T
            ((out[T].chk[KMC_EDGE_RIGHT] != out[*right].chk[KMC_EDGE_LEFT]) << 1);
 }
 
-/* The strips a tile shares with its down and right neighbours agree. */
-CARLO_HD int kmc_tile_matches(const kmc_geom *g, const kmc_tile_out *out, int T)
+/* The same for stored tile T of a split system's slab (carlo-mpi(7)): the tile below it is
+ * the next stored one (the bottom halo row's below the last own row, where the rank below's up
+ * strips are put), the right one wraps within its tile row. */
+CARLO_HD int kmc_slab_mismatch(const kmc_geom *g, const kmc_tile_out *out, int T, int *down,
+                               int *right)
 {
-    int down, right;
-    return !kmc_tile_mismatch(g, out, T, &down, &right);
+    int lt = T / g->ntc, tj = T - lt * g->ntc;
+    *down = T + g->ntc;
+    *right = lt * g->ntc + (tj + 1 == g->ntc ? 0 : tj + 1);
+    return (out[T].chk[KMC_EDGE_DOWN] != out[*down].chk[KMC_EDGE_UP]) |
+           ((out[T].chk[KMC_EDGE_RIGHT] != out[*right].chk[KMC_EDGE_LEFT]) << 1);
 }
 
 /* ---------- repair: mismatched tiles stepped again with a wider halo ----------
@@ -478,6 +484,13 @@ CARLO_HD int kmc_tile_matches(const kmc_geom *g, const kmc_tile_out *out, int T)
  * backend applies these same rules, so the steps, accepted or not, are the same everywhere. */
 #define KMC_REPAIR_HALO KMC_HALO_MAX
 #define KMC_REPAIR_ROUNDS 2
+
+/* Whether another round of the repair runs after round `round` (0: the step itself) found
+ * strips differing (mismatch) somewhere in the lattice: the rule every backend applies. */
+CARLO_HD int kmc_repair_due(uint32_t repair, int mismatch, int round)
+{
+    return repair && mismatch && round < KMC_REPAIR_ROUNDS;
+}
 
 /* The stamp tiles listed for repair carry in step k (k = steps decided before it): never 0,
  * which marks a tile never listed. */

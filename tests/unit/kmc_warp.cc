@@ -176,7 +176,7 @@ static int emu_advance(kmc_system *s, uint64_t budget)
                 sim += im->out[T].sim;
                 ovf |= im->out[T].overflow;
             }
-            if (!bad || !s->ctrl.repair || round == KMC_REPAIR_ROUNDS)
+            if (!kmc_repair_due(s->ctrl.repair, bad != 0, round))
                 break;
             rp->from = rp->to;
             rp->to = rp->listed;
@@ -498,7 +498,8 @@ static void slabs_advance(const kmc_system *s, emu_slab *e, int R, kmc_ctrl *c, 
         uint32_t bad = 0, ovf = 0;
         for (int r = 0; r < R; r++)
             for (int T = ntc; T < (e[r].rows + 1) * ntc; T++) {
-                bad |= !kmc_split_matches(*g, e[r].out, T, 1);
+                int down, right;
+                bad |= kmc_slab_mismatch(g, e[r].out, T, &down, &right) != 0;
                 ev += e[r].out[T].events;
                 sim += e[r].out[T].sim;
                 ovf |= e[r].out[T].overflow;
